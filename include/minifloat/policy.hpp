@@ -1,0 +1,92 @@
+#pragma once
+// How a value that is not representable becomes a code: the rounding rule and what happens
+// past the largest finite value. Both are enums, never bools, so a call site reads as a sentence:
+//   narrow<float8_e5m2>(x, {.round = rounding::toward_zero, .on_overflow = overflow::saturate})
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace minifloat {
+
+enum class rounding : std::uint8_t {
+  /// The format's own round-to-nearest: ties-away for hifloat8 (Ascend "round"/_rna),
+  /// ties-to-even for every other format (OCP FP8/MX, IEEE). This is the default.
+  nearest,
+  /// Round to nearest, ties to the even significand (IEEE roundTiesToEven). For hifloat8,
+  /// where no source defines it, the tie goes to the neighbour whose *code* has LSB 0
+  /// (spec/HIF8.md 4.5).
+  nearest_even,
+  /// Round to nearest, ties away from zero (IEEE roundTiesToAway).
+  nearest_away,
+  /// Truncate the magnitude; never turns a finite input into Inf/NaN (stops at +-max).
+  toward_zero,
+  /// Toward +infinity; overflows only for positive inputs.
+  upward,
+  /// Toward -infinity; overflows only for negative inputs.
+  downward,
+  /// Stochastic rounding with caller-supplied random bits r (32 bits). Let f in [0, 1) be the
+  /// part of |x| below the kept LSB, in units of that LSB, and F = floor(f * 2^32). The
+  /// magnitude rounds away from zero iff F + r >= 2^32; otherwise it truncates. So the result
+  /// is exact on representable inputs, rounds up with probability F / 2^32 (unbiased up to
+  /// 2^-32 of an LSB) and is a pure function of (x, r). Overflow behaves as for `nearest`.
+  stochastic,
+};
+
+enum class overflow : std::uint8_t {
+  /// Values past the largest finite value become Inf (formats with Inf: E5M2, HiF8, fp16,
+  /// bf16) or NaN (E4M3, E8M0); +-Inf inputs stay infinite (or become NaN in E4M3).
+  /// Formats with neither (E3M2, E2M3, E2M1) always saturate.
+  non_saturating,
+  /// Overflow and +-Inf inputs give +-max (OCP "satfinite", PTX .satfinite); NaN stays NaN.
+  saturate,
+  /// As `saturate`, and NaN becomes +0: the Ascend hardware's saturating mode for HiF8
+  /// (asc_float2hif8_rna_sat). Valid for every format.
+  saturate_nan_to_zero,
+};
+
+/// A complete conversion policy. The default, `conversion{}`, is each format's documented
+/// default: its own nearest rounding, non-saturating.
+struct conversion {
+  rounding round = rounding::nearest;
+  overflow on_overflow = overflow::non_saturating;
+  friend constexpr bool operator==(conversion, conversion) = default;
+};
+
+inline constexpr conversion saturating{rounding::nearest, overflow::saturate};
+
+constexpr std::string_view to_string(rounding r) noexcept {
+  switch (r) {
+    case rounding::nearest: return "nearest";
+    case rounding::nearest_even: return "nearest_even";
+    case rounding::nearest_away: return "nearest_away";
+    case rounding::toward_zero: return "toward_zero";
+    case rounding::upward: return "upward";
+    case rounding::downward: return "downward";
+    case rounding::stochastic: return "stochastic";
+  }
+  return "?";
+}
+
+constexpr std::string_view to_string(overflow o) noexcept {
+  switch (o) {
+    case overflow::non_saturating: return "non_saturating";
+    case overflow::saturate: return "saturate";
+    case overflow::saturate_nan_to_zero: return "saturate_nan_to_zero";
+  }
+  return "?";
+}
+
+constexpr std::optional<rounding> parse_rounding(std::string_view s) noexcept {
+  for (auto r : {rounding::nearest, rounding::nearest_even, rounding::nearest_away,
+                 rounding::toward_zero, rounding::upward, rounding::downward, rounding::stochastic})
+    if (to_string(r) == s) return r;
+  return std::nullopt;
+}
+
+constexpr std::optional<overflow> parse_overflow(std::string_view s) noexcept {
+  for (auto o : {overflow::non_saturating, overflow::saturate, overflow::saturate_nan_to_zero})
+    if (to_string(o) == s) return o;
+  return std::nullopt;
+}
+
+}  // namespace minifloat

@@ -1,0 +1,67 @@
+// The `minifloat` command-line tool: format tables, codecs and quantization on .npy files.
+// Exit codes: 0 success, 1 bad input file or failed operation, 2 bad command line.
+#include <minifloat/io/error.hpp>
+#include <minifloat/version.hpp>
+
+#include <exception>
+#include <iostream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cli/args.hpp"
+#include "cli/commands.hpp"
+
+namespace {
+
+constexpr std::string_view help_text = R"(minifloat )" MINIFLOAT_VERSION_STRING R"( - low-precision float formats (HiF8, FP8, MX)
+
+usage: minifloat COMMAND [ARGS]
+
+commands:
+  formats                         list the format names, one per line
+  table FORMAT                    CSV of every code: code,hex,value,class
+  encode FORMAT IN.npy OUT.npy    round float32/float64/float16 values to codes
+      [--round MODE]              nearest (default: the format's own), nearest_even, nearest_away,
+                                  toward_zero, upward, downward, stochastic
+      [--saturate]                overflow and +-Inf give +-max instead of Inf/NaN
+      [--overflow POLICY]         non_saturating (default), saturate, saturate_nan_to_zero
+      [--seed N]                  random stream for --round stochastic (default 0)
+      [--input bfloat16]          IN holds uint16 bfloat16 bit patterns
+                                  OUT: uint8 codes (low bits for 4/6-bit formats), uint16 for
+                                  bfloat16/float16; same shape as IN
+  decode FORMAT IN.npy OUT.npy    codes (uint8, or uint16 for 16-bit formats) -> float32
+
+  help, --help                    this text
+  version, --version              the version
+)";
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace minifloat::cli;
+  std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
+    std::cout << help_text;
+    return args.empty() ? 2 : 0;
+  }
+  const std::string command = args[0];
+  args.erase(args.begin());
+  try {
+    if (command == "version" || command == "--version") {
+      std::cout << "minifloat " MINIFLOAT_VERSION_STRING "\n";
+      return 0;
+    }
+    if (command == "formats") return cmd_formats(args);
+    if (command == "table") return cmd_table(args);
+    if (command == "encode") return cmd_encode(args);
+    if (command == "decode") return cmd_decode(args);
+    throw usage_error("unknown command '" + command + "'; run 'minifloat --help' for the list");
+  } catch (const usage_error& e) {
+    std::cerr << "minifloat " << command << ": error: " << e.what() << '\n';
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "minifloat " << command << ": error: " << e.what() << '\n';
+    return 1;
+  }
+}
