@@ -1,0 +1,45 @@
+# Helpers for the project's own (non-installed-library) targets.
+include_guard(GLOBAL)
+
+# minifloat_dev_target(<target>)
+#   Everything a test/tool/example/bench executable of this repo gets: the library, the warning
+#   flags, and the sanitizer flags (if MINIFLOAT_SANITIZE is set). Also applies the per-TU ISA
+#   flags of minifloat_set_isa_flags() to its sources.
+function(minifloat_dev_target target)
+  target_link_libraries(${target} PRIVATE minifloat::minifloat minifloat_warnings minifloat_sanitizers)
+  get_target_property(_sources ${target} SOURCES)
+  if(_sources)
+    minifloat_set_isa_flags(${_sources})
+  endif()
+endfunction()
+
+# minifloat_set_isa_flags(<source>...)
+#   Per-TU ISA flags by file name (STYLE.md section 5: never -march=native on a target):
+#     *avx512*.cpp -> -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
+#     *avx2*.cpp   -> -mavx2 -mfma -mf16c
+#   Only on x86-64 with GCC/Clang; elsewhere the files compile without them (guard their bodies
+#   with #if defined(__AVX2__) etc.). Code in such a TU must check the CPU at run time
+#   (__builtin_cpu_supports) before executing ISA code.
+function(minifloat_set_isa_flags)
+  if(NOT CMAKE_CXX_COMPILER_ID MATCHES "GNU|Clang"
+     OR NOT CMAKE_SYSTEM_PROCESSOR MATCHES "^(x86_64|AMD64|amd64)$")
+    return()
+  endif()
+  foreach(_src IN LISTS ARGN)
+    get_filename_component(_name "${_src}" NAME)
+    if(_name MATCHES "avx512.*\\.cpp$")
+      set_source_files_properties("${_src}" PROPERTIES COMPILE_OPTIONS
+        "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c")
+    elseif(_name MATCHES "avx2.*\\.cpp$")
+      set_source_files_properties("${_src}" PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
+    endif()
+  endforeach()
+endfunction()
+
+# minifloat_glob_sources(<out-var> <glob>...)
+#   file(GLOB ... CONFIGURE_DEPENDS) sorted; empty result is fine (directories fill up later).
+function(minifloat_glob_sources out)
+  file(GLOB _found LIST_DIRECTORIES false CONFIGURE_DEPENDS ${ARGN})
+  list(SORT _found)
+  set(${out} "${_found}" PARENT_SCOPE)
+endfunction()

@@ -1,0 +1,905 @@
+#pragma once
+
+// Reader and writer for NumPy .npy files, std only. It exists so tests, examples and tools can
+// exchange tensors with numpy/ml_dtypes without a Python dependency at run time.
+//
+// File layout (numpy/lib/format.py, NEP 1):
+//   bytes 0..5   magic "\x93NUMPY"
+//   bytes 6, 7   major, minor version: 1.0, 2.0 or 3.0
+//   then         header length: uint16 little-endian (1.0) or uint32 little-endian (2.0, 3.0)
+//   then         header: a Python dict literal, e.g.
+//                  {'descr': '<f4', 'fortran_order': False, 'shape': (3, 4), }
+//                ASCII in 1.0/2.0, UTF-8 in 3.0, padded with spaces and a final '\n' so the
+//                data starts at a multiple of 64 bytes
+//   then         data: prod(shape) * itemsize bytes, C order
+//
+// Supported: little-endian (or byte-order-free) f2, f4, f8, u1, u2, i1, i4 in C order. Everything
+// else is rejected with minifloat::io_error rather than read wrongly. Unlike numpy we also reject
+// trailing bytes after the data: they mean the header and the data disagree.
+
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cmath>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <ios>
+#include <limits>
+#include <new>
+#include <ranges>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <utility>
+#include <vector>
+
+#include "error.hpp"
+
+namespace minifloat {
+
+// Data is copied between files and memory without byte swapping, which is only right when the
+// host byte order matches the '<' order we read and write.
+static_assert(std::endian::native == std::endian::little,
+              "minifloat/io/npy.hpp supports little-endian hosts only: it copies '<' .npy data "
+              "without byte swapping");
+
+// Element types a .npy file may hold here. float16 has no C++20 type, so its elements travel as
+// std::uint16_t bit patterns (IEEE 754 binary16).
+enum class npy_dtype : std::uint8_t { float32, float64, float16, uint8, uint16, int8, int32 };
+
+// C++ element types that map onto an npy_dtype (std::uint16_t also carries float16 bits).
+template <class T>
+concept npy_element = std::same_as<T, float> || std::same_as<T, double> || std::same_as<T, std::uint8_t> ||
+    std::same_as<T, std::uint16_t> || std::same_as<T, std::int8_t> || std::same_as<T, std::int32_t>;
+
+// The dtype written for T by the typed write_npy (std::uint16_t means uint16, not float16).
+template <npy_element T>
+inline constexpr npy_dtype npy_dtype_of = [] {
+  if constexpr (std::same_as<T, float>)
+    return npy_dtype::float32;
+  else if constexpr (std::same_as<T, double>)
+    return npy_dtype::float64;
+  else if constexpr (std::same_as<T, std::uint8_t>)
+    return npy_dtype::uint8;
+  else if constexpr (std::same_as<T, std::uint16_t>)
+    return npy_dtype::uint16;
+  else if constexpr (std::same_as<T, std::int8_t>)
+    return npy_dtype::int8;
+  else
+    return npy_dtype::int32;
+}();
+
+// Bytes per element; 0 for a value outside the enum (so callers can reject it).
+[[nodiscard]] constexpr std::size_t npy_item_size(npy_dtype dtype) noexcept {
+  switch (dtype) {
+    case npy_dtype::float32:
+      return 4;
+    case npy_dtype::float64:
+      return 8;
+    case npy_dtype::float16:
+      return 2;
+    case npy_dtype::uint8:
+      return 1;
+    case npy_dtype::uint16:
+      return 2;
+    case npy_dtype::int8:
+      return 1;
+    case npy_dtype::int32:
+      return 4;
+  }
+  return 0;
+}
+
+// The descr numpy writes for the dtype ('|' marks types without a byte order); "" if invalid.
+[[nodiscard]] constexpr std::string_view npy_descr(npy_dtype dtype) noexcept {
+  switch (dtype) {
+    case npy_dtype::float32:
+      return "<f4";
+    case npy_dtype::float64:
+      return "<f8";
+    case npy_dtype::float16:
+      return "<f2";
+    case npy_dtype::uint8:
+      return "|u1";
+    case npy_dtype::uint16:
+      return "<u2";
+    case npy_dtype::int8:
+      return "|i1";
+    case npy_dtype::int32:
+      return "<i4";
+  }
+  return "";
+}
+
+// The enumerator's own name ("float32", ...); "invalid" for a value outside the enum.
+[[nodiscard]] constexpr std::string_view npy_dtype_name(npy_dtype dtype) noexcept {
+  switch (dtype) {
+    case npy_dtype::float32:
+      return "float32";
+    case npy_dtype::float64:
+      return "float64";
+    case npy_dtype::float16:
+      return "float16";
+    case npy_dtype::uint8:
+      return "uint8";
+    case npy_dtype::uint16:
+      return "uint16";
+    case npy_dtype::int8:
+      return "int8";
+    case npy_dtype::int32:
+      return "int32";
+  }
+  return "invalid";
+}
+
+namespace detail {
+
+inline constexpr std::array<std::byte, 6> npy_magic{std::byte{0x93}, std::byte{'N'}, std::byte{'U'},
+                                                    std::byte{'M'},  std::byte{'P'}, std::byte{'Y'}};
+inline constexpr std::size_t npy_alignment = 64;           // numpy's ARRAY_ALIGN
+inline constexpr std::size_t npy_growth_axis_digits = 21;  // numpy's GROWTH_AXIS_MAX_DIGITS
+// numpy 2 accepts up to 64 dimensions; more is a corrupt header, not a real array.
+inline constexpr std::size_t npy_max_dimensions = 64;
+
+// True when a T view of a dtype's data is meaningful; uint16 also reads float16 as raw bits.
+template <npy_element T>
+[[nodiscard]] constexpr bool npy_dtype_holds(npy_dtype dtype) noexcept {
+  if constexpr (std::same_as<T, std::uint16_t>) {
+    return dtype == npy_dtype::uint16 || dtype == npy_dtype::float16;
+  } else {
+    return dtype == npy_dtype_of<T>;
+  }
+}
+
+template <npy_element T>
+[[nodiscard]] constexpr std::string_view npy_element_name() noexcept {
+  if constexpr (std::same_as<T, float>)
+    return "float";
+  else if constexpr (std::same_as<T, double>)
+    return "double";
+  else if constexpr (std::same_as<T, std::uint8_t>)
+    return "std::uint8_t";
+  else if constexpr (std::same_as<T, std::uint16_t>)
+    return "std::uint16_t";
+  else if constexpr (std::same_as<T, std::int8_t>)
+    return "std::int8_t";
+  else
+    return "std::int32_t";
+}
+
+// Escapes control bytes (and, with escape_non_ascii, bytes >= 0x7F) as \xNN and cuts after
+// max_chars input bytes, so text taken from a corrupt file cannot break the one-line message.
+[[nodiscard]] inline std::string npy_printable(std::string_view text, bool escape_non_ascii,
+                                               std::size_t max_chars = std::string_view::npos) {
+  constexpr std::string_view hex = "0123456789abcdef";
+  std::string out;
+  const std::size_t count = text.size() < max_chars ? text.size() : max_chars;
+  for (std::size_t i = 0; i < count; ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte == 0x7F || (escape_non_ascii && byte > 0x7F)) {
+      out += "\\x";
+      out += hex[byte >> 4];
+      out += hex[byte & 0xFu];
+    } else {
+      out += text[i];
+    }
+  }
+  if (count < text.size()) out += "...";
+  return out;
+}
+
+// Python's repr of a shape tuple, as in the header: "()", "(5,)", "(2, 3)".
+[[nodiscard]] inline std::string npy_shape_repr(std::span<const std::size_t> shape) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    if (i != 0) out += ", ";
+    out += std::to_string(shape[i]);
+  }
+  if (shape.size() == 1) out += ',';
+  out += ')';
+  return out;
+}
+
+// prod(shape) * item_size, or false when that does not fit in std::size_t. A zero extent makes
+// the product zero whatever the other extents are, so it is checked before multiplying.
+[[nodiscard]] inline bool npy_byte_count(std::span<const std::size_t> shape, std::size_t item_size,
+                                         std::size_t& bytes) noexcept {
+  constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+  for (const std::size_t extent : shape) {
+    if (extent == 0) {
+      bytes = 0;
+      return true;
+    }
+  }
+  std::size_t product = item_size;
+  for (const std::size_t extent : shape) {
+    if (product > max / extent) return false;
+    product *= extent;
+  }
+  bytes = product;
+  return true;
+}
+
+[[noreturn]] inline void throw_npy_error(std::string_view name, std::string_view message) {
+  std::string text = npy_printable(name, false);
+  text += ": ";
+  text += message;
+  throw io_error(text);
+}
+
+// Errno is the only error detail std streams leave behind; it is usually set by the failing
+// open/read/write on POSIX, and when it is not we simply say nothing more.
+[[nodiscard]] inline std::string npy_errno_suffix(int error) {
+  if (error == 0) return "";
+  return " (" + std::generic_category().message(error) + ")";
+}
+
+struct npy_preamble {
+  std::size_t header_offset = 0;  // where the dict text starts
+  std::size_t header_size = 0;    // dict text bytes, padding included
+};
+
+// Reads magic, version and header length from the first bytes of a file (12 suffice).
+[[nodiscard]] inline npy_preamble parse_npy_preamble(std::span<const std::byte> bytes, std::string_view name) {
+  const std::size_t magic_seen = bytes.size() < npy_magic.size() ? bytes.size() : npy_magic.size();
+  for (std::size_t i = 0; i < magic_seen; ++i) {
+    if (bytes[i] != npy_magic[i]) {
+      std::string found;
+      for (std::size_t j = 0; j < magic_seen; ++j) found += static_cast<char>(bytes[j]);
+      throw_npy_error(name, "bad magic '" + npy_printable(found, true) +
+                                "': not a .npy file; expected the first 6 bytes to be '\\x93NUMPY'");
+    }
+  }
+  if (bytes.size() < 8) {
+    throw_npy_error(name, "truncated preamble: the file has only " + std::to_string(bytes.size()) +
+                              " bytes; expected at least 10 (magic, version, header length)");
+  }
+  const auto major = std::to_integer<unsigned>(bytes[6]);
+  const auto minor = std::to_integer<unsigned>(bytes[7]);
+  if (major < 1 || major > 3 || minor != 0) {
+    throw_npy_error(name, "unsupported .npy format version " + std::to_string(major) + "." + std::to_string(minor) +
+                              "; expected 1.0, 2.0 or 3.0");
+  }
+  // Version 1.0 has a 16-bit header length; 2.0 widened it to 32 bits for huge structured
+  // dtypes, and 3.0 only changed the header encoding to UTF-8.
+  const std::size_t length_bytes = major == 1 ? 2 : 4;
+  if (bytes.size() < 8 + length_bytes) {
+    throw_npy_error(name, "truncated preamble: the file has only " + std::to_string(bytes.size()) +
+                              " bytes; expected at least " + std::to_string(8 + length_bytes) + " for a version " +
+                              std::to_string(major) + ".0 preamble");
+  }
+  std::size_t header_size = 0;
+  for (std::size_t i = 0; i < length_bytes; ++i) {
+    header_size |= std::to_integer<std::size_t>(bytes[8 + i]) << (8 * i);
+  }
+  return {8 + length_bytes, header_size};
+}
+
+// What the header dict says, before it is checked against what we support.
+struct npy_header_fields {
+  std::string descr;
+  bool fortran_order = false;
+  std::vector<std::size_t> shape;
+};
+
+// Parses the header dict: the subset of Python literal syntax numpy writes (and older numpy and
+// Python 2 wrote), in any key order, with optional trailing commas, either quote style and free
+// whitespace. Exactly the keys 'descr', 'fortran_order' and 'shape' must appear, once each.
+class npy_header_parser {
+ public:
+  npy_header_parser(std::string_view text, std::size_t file_offset, std::string_view name) noexcept
+      : text_(text), file_offset_(file_offset), name_(name) {}
+
+  [[nodiscard]] npy_header_fields parse() {
+    npy_header_fields fields;
+    bool seen_descr = false;
+    bool seen_fortran_order = false;
+    bool seen_shape = false;
+
+    skip_space();
+    expect('{', "'{' opening the header dict");
+    skip_space();
+    while (!consume('}')) {
+      const std::size_t key_pos = pos_;
+      const std::string_view key = parse_string("a quoted key or '}'");
+      skip_space();
+      expect(':', "':' after a key");
+      skip_space();
+      bool* seen = nullptr;
+      if (key == "descr") {
+        seen = &seen_descr;
+        fields.descr = parse_descr();
+      } else if (key == "fortran_order") {
+        seen = &seen_fortran_order;
+        fields.fortran_order = parse_bool();
+      } else if (key == "shape") {
+        seen = &seen_shape;
+        fields.shape = parse_shape();
+      } else {
+        pos_ = key_pos;
+        fail_semantic("unexpected key '" + npy_printable(key, true, 40) +
+                      "' in the header; expected only 'descr', 'fortran_order' and 'shape'");
+      }
+      if (*seen) {
+        pos_ = key_pos;
+        fail_semantic("duplicate key '" + std::string(key) + "' in the header; expected each key once");
+      }
+      *seen = true;
+      skip_space();
+      if (consume(',')) {
+        skip_space();
+      } else if (consume('}')) {
+        break;
+      } else {
+        fail("',' or '}' after a value");
+      }
+    }
+    skip_space();
+    if (pos_ != text_.size()) fail("only spaces and '\\n' after the closing '}'");
+    if (!seen_descr || !seen_fortran_order || !seen_shape) {
+      std::string missing;
+      for (const auto& [present, key] :
+           {std::pair{seen_descr, "'descr'"}, std::pair{seen_fortran_order, "'fortran_order'"},
+            std::pair{seen_shape, "'shape'"}}) {
+        if (present) continue;
+        if (!missing.empty()) missing += ", ";
+        missing += key;
+      }
+      throw_npy_error(name_,
+                      "the header lacks " + missing + "; expected the keys 'descr', 'fortran_order' and 'shape'");
+    }
+    return fields;
+  }
+
+ private:
+  std::string_view text_;
+  std::size_t file_offset_;
+  std::string_view name_;
+  std::size_t pos_ = 0;
+
+  // Whitespace as Python's tokenizer sees it inside brackets (newlines included).
+  void skip_space() noexcept {
+    while (pos_ < text_.size() && (text_[pos_] == ' ' || text_[pos_] == '\t' || text_[pos_] == '\n' ||
+                                   text_[pos_] == '\r' || text_[pos_] == '\f' || text_[pos_] == '\v')) {
+      ++pos_;
+    }
+  }
+
+  [[nodiscard]] bool consume(char c) noexcept {
+    if (pos_ < text_.size() && text_[pos_] == c) {
+      ++pos_;
+      return true;
+    }
+    return false;
+  }
+
+  void expect(char c, std::string_view expected) {
+    if (!consume(c)) fail(expected);
+  }
+
+  [[nodiscard]] bool at_identifier_char() const noexcept {
+    if (pos_ >= text_.size()) return false;
+    const char c = text_[pos_];
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+  }
+
+  // A syntax error: says where (as a file offset, for hexdump) and what came instead.
+  [[noreturn]] void fail(std::string_view expected) const {
+    std::string found = pos_ < text_.size() ? "'" + npy_printable(text_.substr(pos_), true, 12) + "'"
+                                            : std::string("the end of the header");
+    throw_npy_error(name_, "malformed header at file offset " + std::to_string(file_offset_ + pos_) + ": expected " +
+                               std::string(expected) + ", found " + found);
+  }
+
+  // Well-formed text that we still reject: the message carries the whole explanation.
+  [[noreturn]] void fail_semantic(const std::string& message) const {
+    throw_npy_error(name_, "header at file offset " + std::to_string(file_offset_ + pos_) + ": " + message);
+  }
+
+  // Quoted text without escapes: no key or descr we accept needs them.
+  [[nodiscard]] std::string_view parse_string(std::string_view expected) {
+    if (pos_ >= text_.size() || (text_[pos_] != '\'' && text_[pos_] != '"')) fail(expected);
+    const char quote = text_[pos_];
+    const std::size_t start = pos_ + 1;
+    for (std::size_t i = start; i < text_.size(); ++i) {
+      if (text_[i] == quote) {
+        pos_ = i + 1;
+        return text_.substr(start, i - start);
+      }
+      if (text_[i] == '\\' || text_[i] == '\n') {
+        pos_ = i;
+        fail(std::string("a closing ") + quote + " (escapes and line breaks are not supported)");
+      }
+    }
+    pos_ = text_.size();
+    fail(std::string("a closing ") + quote);
+  }
+
+  [[nodiscard]] std::string parse_descr() {
+    // A list descr describes a structured (record) dtype, valid numpy but not supported here;
+    // say so instead of reporting a syntax error.
+    if (pos_ < text_.size() && text_[pos_] == '[') {
+      fail_semantic("unsupported dtype: a structured (record) descr; expected a simple descr such as '<f4'");
+    }
+    return std::string(parse_string("a quoted descr such as '<f4' for 'descr'"));
+  }
+
+  [[nodiscard]] bool parse_bool() {
+    bool value = false;
+    if (text_.substr(pos_, 4) == "True") {
+      pos_ += 4;
+      value = true;
+    } else if (text_.substr(pos_, 5) == "False") {
+      pos_ += 5;
+    } else {
+      fail("True or False for 'fortran_order'");
+    }
+    if (at_identifier_char()) fail("True or False for 'fortran_order'");
+    return value;
+  }
+
+  [[nodiscard]] std::vector<std::size_t> parse_shape() {
+    expect('(', "a tuple such as (2, 3) for 'shape'");
+    std::vector<std::size_t> shape;
+    skip_space();
+    if (consume(')')) return shape;
+    for (;;) {
+      if (shape.size() == npy_max_dimensions) {
+        fail_semantic("'shape' has more than " + std::to_string(npy_max_dimensions) + " dimensions; expected at most " +
+                      std::to_string(npy_max_dimensions));
+      }
+      shape.push_back(parse_dimension());
+      skip_space();
+      if (consume(',')) {
+        skip_space();
+        if (consume(')')) break;
+      } else if (shape.size() > 1 && consume(')')) {
+        break;
+      } else {
+        // In Python "(5)" is the int 5, not a tuple, and numpy rejects it too.
+        fail(shape.size() == 1 ? "',' after the first dimension ((n,) is a 1-D shape, (n) is not)"
+                               : "',' or ')' in 'shape'");
+      }
+    }
+    return shape;
+  }
+
+  [[nodiscard]] std::size_t parse_dimension() {
+    if (pos_ < text_.size() && text_[pos_] == '-') {
+      fail_semantic("negative dimension in 'shape'; expected non-negative integers");
+    }
+    constexpr std::size_t max = std::numeric_limits<std::size_t>::max();
+    const std::size_t start = pos_;
+    std::size_t value = 0;
+    while (pos_ < text_.size() && text_[pos_] >= '0' && text_[pos_] <= '9') {
+      const auto digit = static_cast<std::size_t>(text_[pos_] - '0');
+      if (value > (max - digit) / 10) {
+        pos_ = start;
+        fail_semantic("dimension in 'shape' does not fit in std::size_t; expected at most " + std::to_string(max));
+      }
+      value = value * 10 + digit;
+      ++pos_;
+    }
+    if (pos_ == start) fail("a non-negative integer dimension in 'shape'");
+    // Python 2 wrote long integers as "3L"; numpy still strips that suffix, so do we.
+    (void)consume('L');
+    if (at_identifier_char()) fail("',' or ')' after a dimension in 'shape'");
+    return value;
+  }
+};
+
+[[noreturn]] inline void throw_npy_unsupported_dtype(std::string_view descr, std::string_view name) {
+  throw_npy_error(name, "unsupported dtype '" + npy_printable(descr, true, 40) +
+                            "'; expected one of '<f2', '<f4', '<f8', '|u1', '<u2', '|i1' or '<i4'");
+}
+
+// Maps a descr onto a supported dtype or explains why it is not supported.
+[[nodiscard]] inline npy_dtype npy_dtype_from_descr(std::string_view descr, std::string_view name) {
+  if (descr.size() != 3) throw_npy_unsupported_dtype(descr, name);
+  const std::string_view type = descr.substr(1);
+  npy_dtype dtype{};
+  if (type == "f2")
+    dtype = npy_dtype::float16;
+  else if (type == "f4")
+    dtype = npy_dtype::float32;
+  else if (type == "f8")
+    dtype = npy_dtype::float64;
+  else if (type == "u1")
+    dtype = npy_dtype::uint8;
+  else if (type == "u2")
+    dtype = npy_dtype::uint16;
+  else if (type == "i1")
+    dtype = npy_dtype::int8;
+  else if (type == "i4")
+    dtype = npy_dtype::int32;
+  else
+    throw_npy_unsupported_dtype(descr, name);
+
+  const char order = descr[0];
+  // Byte order means nothing for one-byte types, so any order mark reads the same bytes.
+  if (npy_item_size(dtype) == 1 && (order == '<' || order == '>' || order == '|' || order == '=')) return dtype;
+  // numpy writes '<' on little-endian machines; '|' ("not applicable") is accepted for
+  // hand-written files, and numpy itself reads it as native order, which is ours.
+  if (order == '<' || order == '|') return dtype;
+  if (order == '>') {
+    throw_npy_error(name, "big-endian not supported (descr '" + std::string(descr) + "'); expected '<" +
+                              std::string(type) + "' (convert with arr.astype(arr.dtype.newbyteorder('<')))");
+  }
+  throw_npy_unsupported_dtype(descr, name);
+}
+
+struct npy_layout {
+  npy_dtype dtype{};
+  std::vector<std::size_t> shape;
+  std::size_t data_size = 0;  // bytes
+};
+
+// Parses and validates the header text; everything but the data itself.
+[[nodiscard]] inline npy_layout parse_npy_header(std::string_view text, std::size_t file_offset,
+                                                 std::string_view name) {
+  npy_header_fields fields = npy_header_parser(text, file_offset, name).parse();
+  npy_layout layout;
+  layout.dtype = npy_dtype_from_descr(fields.descr, name);
+  if (fields.fortran_order) {
+    throw_npy_error(name,
+                    "Fortran order not supported (fortran_order: True); expected C order "
+                    "(save np.ascontiguousarray(arr))");
+  }
+  if (!npy_byte_count(fields.shape, npy_item_size(layout.dtype), layout.data_size)) {
+    throw_npy_error(name, "shape " + npy_shape_repr(fields.shape) + " of '" + fields.descr +
+                              "' overflows std::size_t; expected a byte size that fits in memory");
+  }
+  layout.shape = std::move(fields.shape);
+  return layout;
+}
+
+// Data after the header must be exactly what the shape announces: less is a cut-off file, more
+// means header and data disagree (or two files were concatenated).
+inline void check_npy_data_size(const npy_layout& layout, std::size_t available, std::string_view name) {
+  if (available == layout.data_size) return;
+  const std::string expected = "; expected " + std::to_string(layout.data_size) + " for shape " +
+                               npy_shape_repr(layout.shape) + " of '" + std::string(npy_descr(layout.dtype)) + "'";
+  if (available < layout.data_size) {
+    throw_npy_error(name, "truncated data: only " + std::to_string(available) + " bytes follow the header" + expected);
+  }
+  throw_npy_error(name, std::to_string(available - layout.data_size) + " unexpected trailing bytes: " +
+                            std::to_string(available) + " bytes follow the header" + expected);
+}
+
+// Header bytes numpy's np.save would write, after checking that data_size matches the shape.
+// Always version 1.0: with at most npy_max_dimensions extents of at most 20 digits the dict
+// stays far below the 65535 bytes a 1.0 header can hold (numpy switches to 2.0 only beyond).
+[[nodiscard]] inline std::string make_npy_header(npy_dtype dtype, std::span<const std::size_t> shape,
+                                                 std::size_t data_size, std::string_view name) {
+  const std::size_t item_size = npy_item_size(dtype);
+  if (item_size == 0) {
+    throw_npy_error(name, "invalid npy_dtype value " + std::to_string(static_cast<unsigned>(dtype)) +
+                              "; expected an npy_dtype enumerator");
+  }
+  if (shape.size() > npy_max_dimensions) {
+    throw_npy_error(name, "shape has " + std::to_string(shape.size()) + " dimensions; expected at most " +
+                              std::to_string(npy_max_dimensions));
+  }
+  std::size_t expected = 0;
+  if (!npy_byte_count(shape, item_size, expected)) {
+    throw_npy_error(name, "shape " + npy_shape_repr(shape) + " of '" + std::string(npy_descr(dtype)) +
+                              "' overflows std::size_t; expected a byte size that fits in memory");
+  }
+  if (data_size != expected) {
+    throw_npy_error(name, "data has " + std::to_string(data_size) + " bytes but shape " + npy_shape_repr(shape) +
+                              " of '" + std::string(npy_descr(dtype)) + "' needs " + std::to_string(expected) +
+                              "; expected them to match");
+  }
+
+  std::string dict = "{'descr': '";
+  dict += npy_descr(dtype);
+  dict += "', 'fortran_order': False, 'shape': ";
+  dict += npy_shape_repr(shape);
+  dict += ", }";
+  // numpy leaves room to rewrite the first extent in place when appending along it; copying
+  // that keeps our files byte-identical to np.save's.
+  if (!shape.empty()) dict.append(npy_growth_axis_digits - std::to_string(shape[0]).size(), ' ');
+
+  // Pad with spaces, then '\n', so the data starts on a 64-byte boundary. numpy pads a whole
+  // extra 64 bytes when the dict happens to end aligned; so do we, to stay byte-identical.
+  constexpr std::size_t preamble = 10;
+  const std::size_t padding = npy_alignment - (preamble + dict.size() + 1) % npy_alignment;
+  const std::size_t header_size = dict.size() + padding + 1;
+
+  std::string out;
+  out.reserve(preamble + header_size);
+  for (const std::byte b : npy_magic) out += static_cast<char>(b);
+  out += '\x01';  // version 1.0
+  out += '\x00';
+  out += static_cast<char>(header_size & 0xFFu);  // uint16 little-endian
+  out += static_cast<char>(header_size >> 8);
+  out += dict;
+  out.append(padding, ' ');
+  out += '\n';
+  return out;
+}
+
+// IEEE 754 binary16 bits to float, exactly. Every binary16 value is representable in binary32
+// (its 8 exponent bits span 2^-149..2^127, its 23 fraction bits hold the 10), so decoding is
+// rebiasing plus shifting; binary16 subnormals become binary32 normals.
+//   binary16: s eeeee ffffffffff, bias 15    binary32: s eeeeeeee fffffffffffffffffffffff, bias 127
+[[nodiscard]] constexpr float float16_bits_to_float(std::uint16_t bits) noexcept {
+  const std::uint32_t b = bits;
+  const std::uint32_t sign = (b & 0x8000u) << 16;
+  const std::uint32_t exponent = (b >> 10) & 0x1Fu;
+  const std::uint32_t fraction = b & 0x3FFu;
+  std::uint32_t out = 0;
+  if (exponent == 0x1F) {
+    // Inf or NaN. Shifting the fraction keeps the NaN payload and maps the binary16 quiet
+    // bit (bit 9) onto the binary32 quiet bit (bit 22).
+    out = sign | 0x7F800000u | (fraction << 13);
+  } else if (exponent != 0) {
+    out = sign | ((exponent + (127 - 15)) << 23) | (fraction << 13);
+  } else if (fraction == 0) {
+    out = sign;  // +-0
+  } else {
+    // Subnormal: value = fraction * 2^-24. With its leading 1 at bit p (0..9) that is
+    // 1.xxx * 2^(p - 24), so the binary32 exponent field is p - 24 + 127 = p + 103, and the
+    // bits below p, moved up to the top of the 23-bit fraction, are the fraction.
+    const auto p = static_cast<std::uint32_t>(std::bit_width(fraction)) - 1;
+    out = sign | ((p + 103) << 23) | ((fraction << (23 - p)) & 0x7FFFFFu);
+  }
+  return std::bit_cast<float>(out);
+}
+
+// double to float with IEEE round-to-nearest-even, overflow included. C++ leaves converting a
+// finite double beyond float's range undefined ([conv.double]) even though IEEE 754 defines it,
+// so overflow is spelled out: |x| >= 2^128 - 2^103 (halfway from FLT_MAX = 2^128 - 2^104 to
+// 2^128, where ties go to the even 2^128, i.e. infinity) becomes infinity, anything below that
+// and above FLT_MAX rounds down to FLT_MAX.
+[[nodiscard]] inline float double_to_float(double x) noexcept {
+  constexpr double overflow_threshold = 0x1.ffffffp127;  // 2^128 - 2^103
+  constexpr float max = std::numeric_limits<float>::max();
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  if (std::isnan(x)) return static_cast<float>(x);  // NaN converts fine; keeps sign, quiets
+  if (x >= overflow_threshold) return inf;
+  if (x <= -overflow_threshold) return -inf;
+  if (x > static_cast<double>(max)) return max;
+  if (x < -static_cast<double>(max)) return -max;
+  return static_cast<float>(x);
+}
+
+// Reads exactly size bytes or reports how many came.
+[[nodiscard]] inline std::size_t npy_read_some(std::ifstream& in, char* out, std::size_t size) {
+  in.read(out, static_cast<std::streamsize>(size));
+  return static_cast<std::size_t>(in.gcount());
+}
+
+}  // namespace detail
+
+// A .npy array in memory: C order, little-endian, dtype as in the file.
+struct npy_array {
+  npy_dtype dtype = npy_dtype::float32;
+  std::vector<std::size_t> shape;  // empty for a 0-d (scalar) array
+  std::vector<std::byte> data;     // size() * npy_item_size(dtype) bytes
+
+  // Element count: the product of the extents (1 for a scalar, 0 if any extent is 0).
+  [[nodiscard]] std::size_t size() const {
+    std::size_t count = 0;
+    if (!detail::npy_byte_count(shape, 1, count)) {
+      detail::throw_npy_error("npy_array::size", "shape " + detail::npy_shape_repr(shape) +
+                                                     " overflows std::size_t; expected a valid shape");
+    }
+    return count;
+  }
+
+  // The elements as T. T must match dtype (std::uint16_t also views float16 as raw bits),
+  // and data must hold exactly size() elements; otherwise io_error.
+  template <npy_element T>
+  [[nodiscard]] std::span<const T> as() const {
+    if (!detail::npy_dtype_holds<T>(dtype)) {
+      std::string expected =
+          "'" + std::string(npy_descr(npy_dtype_of<T>)) + "' (" + std::string(npy_dtype_name(npy_dtype_of<T>)) + ")";
+      if constexpr (std::same_as<T, std::uint16_t>) expected += " or '<f2' (float16)";
+      detail::throw_npy_error("npy_array::as<" + std::string(detail::npy_element_name<T>()) + ">",
+                              "the array holds '" + std::string(npy_descr(dtype)) + "' (" +
+                                  std::string(npy_dtype_name(dtype)) + "); expected " + expected);
+    }
+    const std::size_t count = size();
+    if (data.size() / sizeof(T) != count || data.size() % sizeof(T) != 0) {
+      detail::throw_npy_error("npy_array::as<" + std::string(detail::npy_element_name<T>()) + ">",
+                              "data has " + std::to_string(data.size()) + " bytes but shape " +
+                                  detail::npy_shape_repr(shape) + " needs " + std::to_string(count * sizeof(T)) +
+                                  "; expected them to match");
+    }
+    if (count == 0) return {};
+    // C++23 would spell this std::start_lifetime_as_array. In C++20 it rests on: the storage
+    // comes from operator new, which aligns it for any fundamental type and implicitly creates
+    // objects in it ([intro.object]), and it is only ever written through memcpy, std::byte
+    // or char, which may alias any type, so these T loads see those writes.
+    static_assert(alignof(T) <= __STDCPP_DEFAULT_NEW_ALIGNMENT__);
+    return {std::launder(reinterpret_cast<const T*>(data.data())), count};
+  }
+};
+
+// Parses a whole .npy file held in memory. name is used in error messages.
+[[nodiscard]] inline npy_array parse_npy(std::span<const std::byte> bytes, std::string_view name = "<memory>") {
+  const detail::npy_preamble preamble = detail::parse_npy_preamble(bytes, name);
+  const std::size_t after_preamble = bytes.size() - preamble.header_offset;
+  if (preamble.header_size > after_preamble) {
+    detail::throw_npy_error(name, "truncated header: only " + std::to_string(after_preamble) +
+                                      " bytes follow the preamble; expected the " +
+                                      std::to_string(preamble.header_size) + " header bytes it announces");
+  }
+  const std::string_view text(reinterpret_cast<const char*>(bytes.data() + preamble.header_offset),
+                              preamble.header_size);
+  detail::npy_layout layout = detail::parse_npy_header(text, preamble.header_offset, name);
+  const std::size_t data_offset = preamble.header_offset + preamble.header_size;
+  detail::check_npy_data_size(layout, bytes.size() - data_offset, name);
+
+  npy_array array;
+  array.dtype = layout.dtype;
+  array.shape = std::move(layout.shape);
+  array.data.resize(layout.data_size);
+  // memcpy (not a byte loop) so the element objects npy_array::as reads exist ([cstring.syn]).
+  if (layout.data_size != 0) std::memcpy(array.data.data(), bytes.data() + data_offset, layout.data_size);
+  return array;
+}
+
+// Reads a .npy file. The header is validated against the file size before the data buffer is
+// allocated, so a corrupt shape cannot trigger a huge allocation.
+[[nodiscard]] inline npy_array read_npy(const std::filesystem::path& path) {
+  const std::string name = path.string();
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    detail::throw_npy_error(name, "is a directory; expected a .npy file");
+  }
+  errno = 0;
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    detail::throw_npy_error(
+        name, "cannot open for reading" + detail::npy_errno_suffix(errno) + "; expected a readable .npy file");
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  in.seekg(0, std::ios::beg);
+  if (!in || end < 0 || static_cast<std::uintmax_t>(end) > std::numeric_limits<std::size_t>::max()) {
+    detail::throw_npy_error(name, "cannot determine the file size; expected a regular file");
+  }
+  const auto file_size = static_cast<std::size_t>(end);
+
+  std::array<char, 12> head{};
+  const std::size_t head_size = detail::npy_read_some(in, head.data(), file_size < 12 ? file_size : 12);
+  const detail::npy_preamble preamble =
+      detail::parse_npy_preamble(std::as_bytes(std::span(head.data(), head_size)), name);
+  const std::size_t after_preamble = file_size - preamble.header_offset;
+  if (preamble.header_size > after_preamble) {
+    detail::throw_npy_error(name, "truncated header: only " + std::to_string(after_preamble) +
+                                      " bytes follow the preamble; expected the " +
+                                      std::to_string(preamble.header_size) + " header bytes it announces");
+  }
+
+  in.clear();
+  in.seekg(static_cast<std::streamoff>(preamble.header_offset), std::ios::beg);
+  std::string text(preamble.header_size, '\0');
+  if (detail::npy_read_some(in, text.data(), text.size()) != text.size()) {
+    detail::throw_npy_error(name, "read error in the header" + detail::npy_errno_suffix(errno) + "; expected " +
+                                      std::to_string(text.size()) + " header bytes");
+  }
+  detail::npy_layout layout = detail::parse_npy_header(text, preamble.header_offset, name);
+  const std::size_t data_offset = preamble.header_offset + preamble.header_size;
+  detail::check_npy_data_size(layout, file_size - data_offset, name);
+
+  npy_array array;
+  array.dtype = layout.dtype;
+  array.shape = std::move(layout.shape);
+  array.data.resize(layout.data_size);
+  const std::size_t got = detail::npy_read_some(in, reinterpret_cast<char*>(array.data.data()), layout.data_size);
+  // The size was checked above, so a short read or extra bytes mean the file changed under us.
+  if (got != layout.data_size) {
+    detail::check_npy_data_size(layout, got, name);
+  }
+  if (in.peek() != std::ifstream::traits_type::eof()) {
+    detail::throw_npy_error(name, "unexpected trailing bytes: the file grew while being read; expected " +
+                                      std::to_string(data_offset + layout.data_size) + " bytes");
+  }
+  return array;
+}
+
+// The bytes of a .npy file, version 1.0, as np.save writes them.
+// data must be exactly prod(shape) * npy_item_size(dtype) little-endian bytes in C order.
+[[nodiscard]] inline std::vector<std::byte> serialize_npy(npy_dtype dtype, std::span<const std::size_t> shape,
+                                                          std::span<const std::byte> data) {
+  const std::string header = detail::make_npy_header(dtype, shape, data.size(), "serialize_npy");
+  std::vector<std::byte> out(header.size() + data.size());
+  std::memcpy(out.data(), header.data(), header.size());
+  if (!data.empty()) std::memcpy(out.data() + header.size(), data.data(), data.size());
+  return out;
+}
+
+// Writes a .npy file, byte-identical to np.save for the same array. On failure the partial file
+// is removed, so a later read cannot mistake it for a valid (if truncated) array.
+inline void write_npy(const std::filesystem::path& path, npy_dtype dtype, std::span<const std::size_t> shape,
+                      std::span<const std::byte> data) {
+  const std::string name = path.string();
+  const std::string header = detail::make_npy_header(dtype, shape, data.size(), name);
+  errno = 0;
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out)
+    detail::throw_npy_error(name,
+                            "cannot open for writing" + detail::npy_errno_suffix(errno) + "; expected a writable path");
+  out.write(header.data(), static_cast<std::streamsize>(header.size()));
+  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
+  out.close();
+  if (!out) {
+    const int error = errno;
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+    detail::throw_npy_error(name, "write failed" + detail::npy_errno_suffix(error) + "; expected " +
+                                      std::to_string(header.size() + data.size()) + " bytes to be written");
+  }
+}
+
+inline void write_npy(const std::filesystem::path& path, const npy_array& array) {
+  write_npy(path, array.dtype, array.shape, array.data);
+}
+
+// Typed convenience: the dtype follows the element type (npy_dtype_of). Values is any
+// contiguous range: std::vector, std::array, std::span, C array.
+template <std::ranges::contiguous_range Values>
+requires std::ranges::sized_range<Values> && npy_element<std::ranges::range_value_t<Values>>
+void write_npy(const std::filesystem::path& path, std::span<const std::size_t> shape, const Values& values) {
+  using value_type = std::ranges::range_value_t<Values>;
+  write_npy(path, npy_dtype_of<value_type>, shape,
+            std::as_bytes(std::span(std::ranges::data(values), std::ranges::size(values))));
+}
+
+// Typed with an explicit dtype, which must match the element type as in npy_array::as; its use
+// is std::uint16_t values written as npy_dtype::float16 bit patterns.
+template <std::ranges::contiguous_range Values>
+requires std::ranges::sized_range<Values> && npy_element<std::ranges::range_value_t<Values>>
+void write_npy(const std::filesystem::path& path, npy_dtype dtype, std::span<const std::size_t> shape,
+               const Values& values) {
+  using value_type = std::ranges::range_value_t<Values>;
+  if (!detail::npy_dtype_holds<value_type>(dtype)) {
+    std::string expected = "'" + std::string(npy_descr(npy_dtype_of<value_type>)) + "'";
+    if constexpr (std::same_as<value_type, std::uint16_t>) expected += " or '<f2'";
+    detail::throw_npy_error(path.string(), "cannot write " + std::string(detail::npy_element_name<value_type>()) +
+                                               " values as '" + std::string(npy_descr(dtype)) + "' (" +
+                                               std::string(npy_dtype_name(dtype)) + "); expected dtype " + expected);
+  }
+  write_npy(path, dtype, shape, std::as_bytes(std::span(std::ranges::data(values), std::ranges::size(values))));
+}
+
+// The elements of a floating-point array as float: float32 as is, float16 exactly, float64
+// rounded to nearest even (overflow to infinity). Integer dtypes throw io_error: they are not
+// float inputs, and int32 would not even convert exactly.
+[[nodiscard]] inline std::vector<float> to_float32(const npy_array& array) {
+  switch (array.dtype) {
+    case npy_dtype::float32: {
+      const std::span<const float> values = array.as<float>();
+      return std::vector<float>(values.begin(), values.end());
+    }
+    case npy_dtype::float64: {
+      std::vector<float> out;
+      out.reserve(array.size());
+      for (const double x : array.as<double>()) out.push_back(detail::double_to_float(x));
+      return out;
+    }
+    case npy_dtype::float16: {
+      std::vector<float> out;
+      out.reserve(array.size());
+      for (const std::uint16_t bits : array.as<std::uint16_t>()) out.push_back(detail::float16_bits_to_float(bits));
+      return out;
+    }
+    case npy_dtype::uint8:
+    case npy_dtype::uint16:
+    case npy_dtype::int8:
+    case npy_dtype::int32:
+      break;
+  }
+  detail::throw_npy_error("to_float32", "the array holds '" + std::string(npy_descr(array.dtype)) + "' (" +
+                                            std::string(npy_dtype_name(array.dtype)) +
+                                            "); expected a floating-point dtype '<f2', '<f4' or '<f8'");
+}
+
+}  // namespace minifloat

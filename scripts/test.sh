@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Full local/CI check (what .ci/run calls):
+#   1. asan-ubsan preset (Debug, ASan+UBSan): build, ctest without the exhaustive label
+#   2. release preset (-O3): build, ctest everything (unit, exhaustive, cli, examples, install)
+# Every step runs even after a failure; the script exits non-zero if any step failed.
+# The last line is the summed ctest result, "ctest: N passed, N failed".
+set -uo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+JOBS="${JOBS:-2}"
+LOG_DIR="build/logs"
+
+bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
+mkdir -p "$LOG_DIR"
+
+failed_steps=()
+recap=()
+passed_total=0
+failed_total=0
+
+# step <label> <command...>: run, record pass/fail
+step() {
+  local label="$1"; shift
+  echo
+  echo "=== ${label}: $*"
+  local start=$SECONDS
+  if "$@"; then
+    recap+=("PASS  ${label} ($((SECONDS - start)) s)")
+    return 0
+  else
+    recap+=("FAIL  ${label} ($((SECONDS - start)) s)")
+    failed_steps+=("$label")
+    return 1
+  fi
+}
+
+# run_ctest <preset> [extra ctest args...]: ctest with its output kept in build/logs/
+run_ctest() {
+  local preset="$1"; shift
+  local log="${LOG_DIR}/ctest-${preset}.log"
+  ctest --preset "$preset" -j"$JOBS" "$@" 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  # "100% tests passed, 0 tests failed out of 12"
+  local line
+  line=$(grep -E '[0-9]+% tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -n 1 || true)
+  if [ -n "$line" ]; then
+    local nfail ntotal
+    nfail=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\1/' <<<"$line")
+    ntotal=$(sed -E 's/.* ([0-9]+) tests? failed out of ([0-9]+).*/\2/' <<<"$line")
+    passed_total=$((passed_total + ntotal - nfail))
+    failed_total=$((failed_total + nfail))
+  elif [ "$rc" -ne 0 ]; then
+    failed_total=$((failed_total + 1))   # ctest died before its summary
+  fi
+  return "$rc"
+}
+
+preset_run() {
+  local preset="$1"; shift
+  step "configure ${preset}" cmake --preset "$preset" || return 1
+  step "build ${preset}" cmake --build --preset "$preset" -j"$JOBS" || return 1
+  step "ctest ${preset}" run_ctest "$preset" "$@"
+}
+
+preset_run asan-ubsan
+preset_run release
+
+echo
+echo "=== summary"
+printf '  %s\n' "${recap[@]}"
+echo "  ctest logs: ${LOG_DIR}/"
+echo "ctest: ${passed_total} passed, ${failed_total} failed"
+if [ ${#failed_steps[@]} -ne 0 ]; then
+  echo "test.sh: FAILED: ${failed_steps[*]}" >&2
+  exit 1
+fi
