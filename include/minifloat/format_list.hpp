@@ -1,5 +1,7 @@
 #pragma once
 // The closed list of formats, for typed tests, tables and run-time dispatch by name (CLI).
+#include <cstdint>
+#include <optional>
 #include <string_view>
 #include <tuple>
 #include <type_traits>
@@ -30,6 +32,47 @@ constexpr bool visit_format(std::string_view name, F&& f) {
   return [&]<class... T>(std::tuple<T...>*) {
     return ((format_name<T> == name ? (f(type_tag<T>{}), true) : false) || ...);
   }(static_cast<all_formats*>(nullptr));
+}
+
+/// Run-time name of a format, in all_formats order (scheme descriptors, CLI, file headers).
+enum class format_id : std::uint8_t {
+  hifloat8, float8_e4m3fn, float8_e5m2, float6_e3m2fn, float6_e2m3fn, float4_e2m1fn, float8_e8m0fnu,
+  bfloat16, float16
+};
+
+template <class T>
+inline constexpr format_id format_id_of = [] {
+  std::uint8_t i = 0, found = 0;
+  [&]<class... U>(std::tuple<U...>*) { ((std::is_same_v<T, U> ? (found = i, ++i) : ++i), ...); }(
+      static_cast<all_formats*>(nullptr));
+  return static_cast<format_id>(found);
+}();
+
+/// Calls f(type_tag<T>{}) for the format with that id.
+template <class F>
+constexpr decltype(auto) visit_format(format_id id, F&& f) {
+  return [&]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
+    using R = decltype(f(type_tag<std::tuple_element_t<0, all_formats>>{}));
+    if constexpr (std::is_void_v<R>) {
+      (void)((static_cast<std::size_t>(id) == I ? (f(type_tag<std::tuple_element_t<I, all_formats>>{}), true) : false) || ...);
+    } else {
+      R r{};
+      (void)((static_cast<std::size_t>(id) == I ? (r = f(type_tag<std::tuple_element_t<I, all_formats>>{}), true) : false) || ...);
+      return r;
+    }
+  }(std::make_index_sequence<std::tuple_size_v<all_formats>>{});
+}
+
+constexpr std::string_view to_string(format_id id) noexcept {
+  std::string_view n;
+  visit_format(id, [&](auto t) { n = format_name<typename decltype(t)::type>; });
+  return n;
+}
+
+constexpr std::optional<format_id> parse_format(std::string_view name) noexcept {
+  std::optional<format_id> r;
+  visit_format(name, [&](auto t) { r = format_id_of<typename decltype(t)::type>; });
+  return r;
 }
 
 /// Calls f(type_tag<T>{}) for every format, in all_formats order.

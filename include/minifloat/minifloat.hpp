@@ -11,6 +11,8 @@
 #include "formats/hifloat8.hpp"
 #include "formats/mx_elements.hpp"
 #include "iostream.hpp"
+#include "packed.hpp"
+#include "errors.hpp"
 #include "numeric_limits.hpp"
 #include "policy.hpp"
 #include "random.hpp"

@@ -1,0 +1,50 @@
+#pragma once
+// Sub-byte storage. FP4 codes travel two per byte: element 2i in the LOW nibble, element 2i+1 in
+// the HIGH nibble (PyTorch float4_e2m1fn_x2, CANN FLOAT4_E2M1, CATLASS _pack_fp4_nibbles;
+// spec/ASCEND.md 2.4). A row of odd length ends in a byte whose high nibble is 0. FP6 codes are
+// kept one per byte (low 6 bits), as ml_dtypes and the CANN FLOAT6 dtypes do.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "errors.hpp"
+
+namespace minifloat {
+
+/// Logical width of a format's code in bits (4 for FP4), as opposed to sizeof.
+template <class T>
+inline constexpr int sizeof_bits = T::spec::bits;
+
+/// Bytes needed to store n codes of a `bits`-wide format.
+constexpr std::size_t packed_bytes(std::size_t n, int bits) noexcept {
+  return bits == 4 ? (n + 1) / 2 : n * static_cast<std::size_t>(bits > 8 ? 2 : 1);
+}
+
+/// Packs n 4-bit codes (one per byte, high bits ignored) into (n + 1) / 2 bytes.
+inline void pack_nibbles(std::span<const std::uint8_t> codes, std::span<std::uint8_t> packed) {
+  detail::require_shape(packed.size() == (codes.size() + 1) / 2,
+                        "pack_nibbles: " + std::to_string(codes.size()) + " codes need " +
+                            std::to_string((codes.size() + 1) / 2) + " bytes, got " + std::to_string(packed.size()));
+  for (std::size_t i = 0; i < packed.size(); ++i) {
+    const unsigned lo = codes[2 * i] & 0xFU;
+    const unsigned hi = 2 * i + 1 < codes.size() ? codes[2 * i + 1] & 0xFU : 0U;
+    packed[i] = static_cast<std::uint8_t>(lo | (hi << 4));
+  }
+}
+
+/// Unpacks n 4-bit codes from (n + 1) / 2 bytes.
+inline void unpack_nibbles(std::span<const std::uint8_t> packed, std::span<std::uint8_t> codes) {
+  detail::require_shape(packed.size() == (codes.size() + 1) / 2,
+                        "unpack_nibbles: " + std::to_string(codes.size()) + " codes need " +
+                            std::to_string((codes.size() + 1) / 2) + " bytes, got " + std::to_string(packed.size()));
+  for (std::size_t i = 0; i < codes.size(); ++i)
+    codes[i] = static_cast<std::uint8_t>((packed[i / 2] >> (4 * (i & 1))) & 0xFU);
+}
+
+/// The code of element i in a nibble-packed buffer.
+constexpr std::uint8_t nibble_at(std::span<const std::uint8_t> packed, std::size_t i) noexcept {
+  return static_cast<std::uint8_t>((packed[i / 2] >> (4 * (i & 1))) & 0xFU);
+}
+
+}  // namespace minifloat
