@@ -189,3 +189,15 @@ TEST_CASE("version header matches", "[version]") {
                                                       std::to_string(MINIFLOAT_VERSION_MINOR) + "." +
                                                       std::to_string(MINIFLOAT_VERSION_PATCH));
 }
+
+#if defined(MINIFLOAT_TEST_WITH_FMT)
+#include <minifloat/fmt.hpp>
+TEST_CASE("fmt formats the value and the code", "[formats][fmt]") {
+  CHECK(fmt::format("{}", hifloat8(1.5f)) == "1.5");
+  CHECK(fmt::format("{:.2f}", float8_e4m3fn(3.0f)) == "3.00");
+  CHECK(fmt::format("{:x}", hifloat8::from_bits(0x6E)) == "0x6e");
+  CHECK(fmt::format("{:b}", float4_e2m1fn::from_bits(0x5)) == "0b0101");
+  CHECK(fmt::format("{:x}", bfloat16(1.0f)) == "0x3f80");
+  CHECK(fmt::format("{:>6}", float8_e5m2(2.0f)) == "     2");
+}
+#endif
