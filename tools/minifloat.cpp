@@ -31,6 +31,22 @@ commands:
                                   OUT: uint8 codes (low bits for 4/6-bit formats), uint16 for
                                   bfloat16/float16; same shape as IN
   decode FORMAT IN.npy OUT.npy    codes (uint8, or uint16 for 16-bit formats) -> float32
+  quantize IN.npy OUT.npy         scaled quantization; OUT = dequantized float32, IN's shape
+      --format F                  element format (see `formats`)
+      --granularity G             tensor | channel (one scale per row) | token (same, for
+                                  activations) | block | mx (E8M0 scale per 32 along --axis)
+      [--block RxC]               block tile (default 128x128)
+      [--axis 0|1]                mx: blocks run along axis 1 (rows, default) or axis 0
+      [--scale-rule R]            max | pow2 | none (fp32 scales); floor | rceil | ceil | even (mx)
+                                  defaults: mx floor; hifloat8 pow2; others max
+      [--target T | --n-guard N]  pow2: amax lands in [2^T, 2^(T+1)); T = 15 - N (default T=4)
+      [--round MODE]              element rounding (default: the format's nearest)
+      [--codes CODES.npy]         also write the codes (uint8; FP4 packed two per byte along the
+                                  last axis, element 2i in the low nibble; uint16 for 16-bit)
+      [--scales SCALES.npy]       also write the scales: float32 grid, or uint8 E8M0 codes for mx
+                                  (plain layout: one byte per block, row-major over blocks)
+      [--quiet]                   no summary line
+      IN may be 1-D (one row) or N-D (flattened to prod(leading) x last).
 
   help, --help                    this text
   version, --version              the version
@@ -56,6 +72,7 @@ int main(int argc, char** argv) {
     if (command == "table") return cmd_table(args);
     if (command == "encode") return cmd_encode(args);
     if (command == "decode") return cmd_decode(args);
+    if (command == "quantize") return cmd_quantize(args);
     throw usage_error("unknown command '" + command + "'; run 'minifloat --help' for the list");
   } catch (const usage_error& e) {
     std::cerr << "minifloat " << command << ": error: " << e.what() << '\n';

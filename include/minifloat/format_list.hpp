@@ -35,10 +35,19 @@ constexpr bool visit_format(std::string_view name, F&& f) {
 }
 
 /// Run-time name of a format, in all_formats order (scheme descriptors, CLI, file headers).
+// The enumerators deliberately share the type names (format_id::hifloat8 names hifloat8); GCC's
+// -Wshadow flags that although scoped enumerators cannot shadow anything.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#endif
 enum class format_id : std::uint8_t {
   hifloat8, float8_e4m3fn, float8_e5m2, float6_e3m2fn, float6_e2m3fn, float4_e2m1fn, float8_e8m0fnu,
   bfloat16, float16
 };
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 template <class T>
 inline constexpr format_id format_id_of = [] {

@@ -11,5 +11,6 @@ int cmd_formats(const argv_t&);
 int cmd_table(const argv_t&);
 int cmd_encode(const argv_t&);
 int cmd_decode(const argv_t&);
+int cmd_quantize(const argv_t&);
 
 }  // namespace minifloat::cli
