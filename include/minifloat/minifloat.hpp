@@ -1,5 +1,6 @@
 #pragma once
-// Umbrella header: every format, conversions, limits and streaming. fmt support is opt-in
+// Umbrella header: every format, conversions, limits, streaming, MX blocks and scaled
+// quantization. fmt support is opt-in
 // (minifloat/fmt.hpp, target minifloat::fmt).
 #include "basic_float.hpp"
 #include "config.hpp"
@@ -12,6 +13,11 @@
 #include "formats/mx_elements.hpp"
 #include "iostream.hpp"
 #include "packed.hpp"
+#include "block/mx_block.hpp"
+#include "block/mx_scale.hpp"
+#include "block/mx_tensor.hpp"
+#include "quant/quantized_tensor.hpp"
+#include "quant/scheme.hpp"
 #include "errors.hpp"
 #include "numeric_limits.hpp"
 #include "policy.hpp"

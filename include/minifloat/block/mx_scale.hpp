@@ -1,0 +1,182 @@
+#pragma once
+// OCP Microscaling (MX v1.0): the E8M0 shared scale of a block, under the four scale rules
+// torchao names (ScaleCalculationMode), and the element formats MX allows.
+// Sources: spec/MX.md sections 1, 3.1-3.3; pytorch/ao torchao/prototype/mx_formats/{config,mx_tensor}.py.
+//
+// Element formats and emax_elem (the exponent of the element's largest finite value):
+//   float8_e4m3fn  (MXFP8)  max 0x7E = 1.75  * 2^8  = 448    emax 8
+//   float8_e5m2    (MXFP8)  max 0x7B = 1.75  * 2^15 = 57344  emax 15
+//   float6_e3m2fn  (MXFP6)  max 0x1F = 1.75  * 2^4  = 28     emax 4
+//   float6_e2m3fn  (MXFP6)  max 0x1F = 1.875 * 2^2  = 7.5    emax 2
+//   float4_e2m1fn  (MXFP4)  max 0x7  = 1.5   * 2^2  = 6      emax 2
+//
+// Scale code. Write the block's amax = max |V_i| as amax = s * 2^e with s in [1, 2) and
+// e = floor(log2 amax), taken from the float's bits (fp32 subnormals are normalised first, so e is
+// the true floor(log2 amax), down to -149). The element max is s_max * 2^emax. Then
+//   floor  k = e - emax                                   (OCP MX 6.3; may clip: s > s_max)
+//   ceil   k = ceil(log2 amax) - emax = e + [s > 1] - emax
+//   even   k = e + [s rounded half-up to the element's M mantissa bits reaches 2] - emax
+//            = e + [s >= 2 - 2^-(M+1)] - emax            (torchao EVEN: add half an ulp, mask)
+//   rceil  k = ceil(log2(amax / max_elem)) = e + [s > s_max] - emax
+// and code = clamp(k, -127, 127) + 127, scale X = 2^(code - 127).
+// Special amax: NaN or +-Inf -> 0xFF (NaN scale, torchao/microxcaling/CANN golden); 0 -> 0x00
+// (every source agrees: MX.md 3.1). The sign of amax is ignored. Only the top clamp is
+// unreachable from finite fp32 input (e <= 127, emax >= 2); the bottom clamp is common.
+//
+// Why the comparisons above are exact. Every rule is an integer e plus a comparison of two
+// 24-bit significands, so no log2 and no division is ever rounded:
+//   * rceil: amax / max_elem = (s / s_max) * 2^(e - emax) with s / s_max in (1/2, 2), so
+//     ceil(log2) = e - emax + [s > s_max]. torchao and TE instead round the quotient to fp32 first
+//     (torchao: amax / max_pos; TE: amax * (1 / max_pos)). For torchao's division that changes
+//     the result only when the quotient is an fp32 subnormal just above 2^-127, i.e. for exactly
+//     one positive amax per format, amax = max_elem * 2^-127 + one ulp: torchao gets code 0 (and
+//     clips that element by 2^-23), this library code 1. In the normal range the two agree,
+//     because s_max has at most 4 significant bits: s > s_max means s - s_max >= 2^-23, so the
+//     quotient exceeds a power of two by more than half an fp32 ulp and cannot round down onto it
+//     (tests/unit/block/test_mx.cpp checks both statements). TE's rounded reciprocal was not
+//     analysed. With the exact rule, rceil never clips: |V_i| / X <= max_elem for every element.
+//   * fp32-subnormal amax (< 2^-126). torchao reads e from the exponent field (-127 for every
+//     subnormal); this library uses the true floor(log2), -127 .. -149. MX.md 3.1 says both
+//     clamp to the same scale; that holds for every rule here: whichever e is used (<= -127),
+//     the unclamped k is at most -127 + 1 - emax <= -128 (emax >= 2), so the code is 0x00
+//     either way (also checked by the tests against torchao's bit-field formulation).
+#include <bit>
+#include <concepts>
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "../basic_float.hpp"
+#include "../formats/e8m0.hpp"
+#include "../formats/float8.hpp"
+#include "../formats/mx_elements.hpp"
+
+namespace minifloat {
+
+/// How a block's amax becomes its shared E8M0 exponent (torchao ScaleCalculationMode).
+enum class mx_scale_rule : std::uint8_t {
+  floor,  ///< OCP MX v1.0 6.3, the default: 2^(floor(log2 amax) - emax). Can clip the amax.
+  rceil,  ///< 2^ceil(log2(amax / max_elem)) (cuBLAS/TE/DeepGEMM UE8M0): never clips.
+  ceil,   ///< 2^(ceil(log2 amax) - emax): small values may flush to 0.
+  even,   ///< round amax half-up to the element's mantissa width, then floor.
+};
+
+constexpr std::string_view to_string(mx_scale_rule r) noexcept {
+  switch (r) {
+    case mx_scale_rule::floor: return "floor";
+    case mx_scale_rule::rceil: return "rceil";
+    case mx_scale_rule::ceil: return "ceil";
+    case mx_scale_rule::even: return "even";
+  }
+  return "?";
+}
+
+constexpr std::optional<mx_scale_rule> parse_mx_scale_rule(std::string_view s) noexcept {
+  for (auto r : {mx_scale_rule::floor, mx_scale_rule::rceil, mx_scale_rule::ceil, mx_scale_rule::even})
+    if (to_string(r) == s) return r;
+  return std::nullopt;
+}
+
+/// The element formats of OCP MX v1.0 (MXINT8 is not provided).
+template <class T>
+concept mx_element = std::same_as<T, float8_e4m3fn> || std::same_as<T, float8_e5m2> ||
+                     std::same_as<T, float6_e3m2fn> || std::same_as<T, float6_e2m3fn> ||
+                     std::same_as<T, float4_e2m1fn>;
+
+/// emax_elem of MX.md section 1: the exponent of the element's largest finite value.
+template <mx_element Elem>
+inline constexpr int mx_emax = 0;
+template <> inline constexpr int mx_emax<float8_e4m3fn> = 8;
+template <> inline constexpr int mx_emax<float8_e5m2> = 15;
+template <> inline constexpr int mx_emax<float6_e3m2fn> = 4;
+template <> inline constexpr int mx_emax<float6_e2m3fn> = 2;
+template <> inline constexpr int mx_emax<float4_e2m1fn> = 2;
+
+/// The E8M0 code of a NaN scale (a block holding NaN or Inf).
+inline constexpr std::uint8_t mx_nan_scale_code = 0xFF;
+
+namespace detail {
+
+/// The significand of the element's max as a 24-bit integer in [2^23, 2^24) (E4M3: 1.75 -> 0xE00000).
+template <mx_element Elem>
+inline constexpr std::uint32_t mx_max_significand = [] {
+  using S = typename Elem::spec;
+  const unsigned m = S::max_code & ((1U << S::mantissa_bits) - 1U);
+  return static_cast<std::uint32_t>(((1U << S::mantissa_bits) | m) << (23 - S::mantissa_bits));
+}();
+
+// The hand-written emax table agrees with the format definitions.
+static_assert(mx_emax<float8_e4m3fn> == float8_e4m3fn::spec::max_exponent);
+static_assert(mx_emax<float8_e5m2> == float8_e5m2::spec::max_exponent);
+static_assert(mx_emax<float6_e3m2fn> == float6_e3m2fn::spec::max_exponent);
+static_assert(mx_emax<float6_e2m3fn> == float6_e2m3fn::spec::max_exponent);
+static_assert(mx_emax<float4_e2m1fn> == float4_e2m1fn::spec::max_exponent);
+static_assert(mx_max_significand<float8_e4m3fn> == 0xE00000 && mx_max_significand<float4_e2m1fn> == 0xC00000);
+
+/// |x| as fp32 bits. For non-negative floats the bit patterns order like the values, and every
+/// NaN/Inf pattern (>= 0x7F800000) lies above every finite one, so an unsigned max over these
+/// gives amax, or a non-finite pattern as soon as one element is NaN or Inf.
+constexpr std::uint32_t abs_bits(float x) noexcept { return std::bit_cast<std::uint32_t>(x) & 0x7FFFFFFFU; }
+
+inline constexpr std::uint32_t fp32_inf_bits = 0x7F800000U;
+
+/// mx_scale_code from amax's |bits| (see the header comment for the rules).
+template <mx_element Elem>
+constexpr std::uint8_t mx_scale_code_from_abs_bits(std::uint32_t a, mx_scale_rule rule) noexcept {
+  if (a >= fp32_inf_bits) return mx_nan_scale_code;
+  if (a == 0) return 0x00;
+  // 1. amax = sig * 2^(e - 23), sig in [2^23, 2^24): normalise fp32 subnormals.
+  std::uint32_t sig;
+  int e;
+  if (const int field = static_cast<int>(a >> 23); field != 0) {
+    sig = (a & 0x7FFFFFU) | 0x800000U;
+    e = field - 127;
+  } else {
+    const int shift = std::countl_zero(a) - 8;  // moves the leading one to bit 23
+    sig = a << shift;
+    e = -126 - shift;
+  }
+  // 2. The rule's exponent of X.
+  constexpr int mbits = Elem::spec::mantissa_bits;
+  int k = e - mx_emax<Elem>;
+  switch (rule) {
+    case mx_scale_rule::floor: break;
+    case mx_scale_rule::ceil: k += sig != 0x800000U ? 1 : 0; break;
+    // sig + half an element ulp (bit 22 - M) carries out of 24 bits: torchao's EVEN.
+    case mx_scale_rule::even: k += sig + (1U << (22 - mbits)) >= 0x1000000U ? 1 : 0; break;
+    case mx_scale_rule::rceil: k += sig > mx_max_significand<Elem> ? 1 : 0; break;
+  }
+  // 3. Clamp to the E8M0 range and bias.
+  k = k < -127 ? -127 : k > 127 ? 127 : k;
+  return static_cast<std::uint8_t>(k + 127);
+}
+
+}  // namespace detail
+
+/// The E8M0 scale code for a block whose largest magnitude is |amax| under `rule`:
+/// 0xFF for NaN/Inf, 0x00 for zero, else clamp(k, -127, 127) + 127 (header comment). Exact.
+template <mx_element Elem>
+[[nodiscard]] constexpr std::uint8_t mx_scale_code(float amax, mx_scale_rule rule = mx_scale_rule::floor) noexcept {
+  return detail::mx_scale_code_from_abs_bits<Elem>(detail::abs_bits(amax), rule);
+}
+
+/// The scale code of a block of values: max |x_i| (NaN/Inf anywhere -> 0xFF), then mx_scale_code.
+/// An empty block has amax 0 (code 0x00).
+template <mx_element Elem>
+[[nodiscard]] constexpr std::uint8_t mx_block_scale_code(std::span<const float> block,
+                                                         mx_scale_rule rule = mx_scale_rule::floor) noexcept {
+  std::uint32_t a = 0;
+  for (const float v : block) a = a < detail::abs_bits(v) ? detail::abs_bits(v) : a;
+  return detail::mx_scale_code_from_abs_bits<Elem>(a, rule);
+}
+
+/// X = 2^(code - 127) as a float, exactly (code 0x00 = 2^-127 is an fp32 subnormal, bits
+/// 0x00400000); NaN for 0xFF. Unlike `code << 23`, which gives 0 and +Inf for those two codes.
+[[nodiscard]] constexpr float mx_scale_value(std::uint8_t code) noexcept {
+  if (code == mx_nan_scale_code) return std::bit_cast<float>(0x7FC00000U);
+  if (code == 0) return std::bit_cast<float>(0x00400000U);
+  return std::bit_cast<float>(static_cast<std::uint32_t>(code) << 23);
+}
+
+}  // namespace minifloat
