@@ -39,12 +39,12 @@ inline void unpack_nibbles(std::span<const std::uint8_t> packed, std::span<std::
                         "unpack_nibbles: " + std::to_string(codes.size()) + " codes need " +
                             std::to_string((codes.size() + 1) / 2) + " bytes, got " + std::to_string(packed.size()));
   for (std::size_t i = 0; i < codes.size(); ++i)
-    codes[i] = static_cast<std::uint8_t>((packed[i / 2] >> (4 * (i & 1))) & 0xFU);
+    codes[i] = static_cast<std::uint8_t>((unsigned{packed[i / 2]} >> (4 * (i & 1))) & 0xFU);
 }
 
 /// The code of element i in a nibble-packed buffer.
 constexpr std::uint8_t nibble_at(std::span<const std::uint8_t> packed, std::size_t i) noexcept {
-  return static_cast<std::uint8_t>((packed[i / 2] >> (4 * (i & 1))) & 0xFU);
+  return static_cast<std::uint8_t>((unsigned{packed[i / 2]} >> (4 * (i & 1))) & 0xFU);
 }
 
 }  // namespace minifloat

@@ -284,7 +284,7 @@ void mx_dequantize(basic_mx_tensor_view<Elem, Byte> q, std::span<float> out) {
   const std::size_t row_bytes = q.row_bytes(), scale_cols = q.scale_cols();
   const std::span<const std::uint8_t> codes = q.codes(), scales = q.scales();
   const auto code_at = [](const std::uint8_t* row, std::size_t c) -> std::uint8_t {
-    if constexpr (sizeof_bits<Elem> == 4) return static_cast<std::uint8_t>((row[c / 2] >> (4 * (c & 1))) & 0xFU);
+    if constexpr (sizeof_bits<Elem> == 4) return static_cast<std::uint8_t>((unsigned{row[c / 2]} >> (4 * (c & 1))) & 0xFU);
     else return row[c];
   };
   for (std::size_t r = 0; r < rows; ++r) {
