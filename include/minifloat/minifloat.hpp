@@ -18,6 +18,7 @@
 #include "block/mx_tensor.hpp"
 #include "quant/quantized_tensor.hpp"
 #include "quant/scheme.hpp"
+#include "recipes/recipes.hpp"
 #include "errors.hpp"
 #include "numeric_limits.hpp"
 #include "policy.hpp"
