@@ -23,3 +23,7 @@ for scheme in "hifloat8 tensor" "hifloat8 channel" "float8_e4m3fn tensor" "float
   set -- $scheme
   "$MINIFLOAT" quantize "$W" "$TMP/out.npy" --format "$1" --granularity "$2"
 done
+
+echo
+echo "\$ minifloat analyze data/ppocrv4/weights data/ppocrv4/activations   # every shipped tensor, 7 schemes"
+"$MINIFLOAT" analyze data/ppocrv4/weights data/ppocrv4/activations

@@ -45,8 +45,29 @@ commands:
                                   last axis, element 2i in the low nibble; uint16 for 16-bit)
       [--scales SCALES.npy]       also write the scales: float32 grid, or uint8 E8M0 codes for mx
                                   (plain layout: one byte per block, row-major over blocks)
+      [--flatten last|first]      N-D IN as prod(leading) x last (default) or first x prod(rest)
+                                  (conv weights (O,I,kh,kw) -> O x I*kh*kw, as analyze does)
       [--quiet]                   no summary line
-      IN may be 1-D (one row) or N-D (flattened to prod(leading) x last).
+      IN may be 1-D (one row) or N-D (flattened as --flatten says).
+  analyze PATH...                 fidelity of real tensors under several schemes: a table with
+                                  SQNR (dB) and zero-rate per tensor and scheme, median and worst
+      PATH                        .npy (float32/64/16) or .safetensors (F32, F16, BF16, F64
+                                  tensors) files, or folders (their .npy/.safetensors, by name)
+      [--schemes LIST]            comma-separated schemes, each FORMAT/GRANULARITY[/key=value...]
+                                  with keys block=RxC, axis=0|1, scale-rule=R, target=T,
+                                  n-guard=N, round=MODE (the quantize options above, same
+                                  defaults), granularity blockN = block/block=NxN, or an alias
+                                  mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4
+                                  (= float8_e4m3fn/mx, ...). Default: hifloat8/tensor,
+                                  hifloat8/channel, float8_e4m3fn/tensor, mxfp8_e4m3,
+                                  mxfp8_e5m2, mxfp4, float8_e4m3fn/block128
+      [--json FILE]               every metric per tensor and scheme (deterministic)
+      [--csv FILE]                one row per tensor and scheme
+      [--svg DIR]                 plots: sqnr.svg, zero_rate.svg, significand_bits.svg and
+                                  precision_<scheme>.svg (self-contained SVG)
+      [--quiet]                   no table
+      Tensors are viewed as matrices: 1-D one row, 4-D (O,I,kh,kw) O x I*kh*kw, other N-D
+      prod(leading) x last. Metrics: docs/analysis.md.
 
   help, --help                    this text
   version, --version              the version
@@ -73,6 +94,7 @@ int main(int argc, char** argv) {
     if (command == "encode") return cmd_encode(args);
     if (command == "decode") return cmd_decode(args);
     if (command == "quantize") return cmd_quantize(args);
+    if (command == "analyze") return cmd_analyze(args);
     throw usage_error("unknown command '" + command + "'; run 'minifloat --help' for the list");
   } catch (const usage_error& e) {
     std::cerr << "minifloat " << command << ": error: " << e.what() << '\n';

@@ -46,6 +46,7 @@ PY
 "$MF" quantize "$T/x.npy" "$T/qm.npy" --format float4_e2m1fn --granularity mx --codes "$T/cm.npy" --scales "$T/sm.npy" --quiet
 "$MF" quantize "$T/x.npy" "$T/qm0.npy" --format float8_e4m3fn --granularity mx --axis 0 --scale-rule rceil --scales "$T/sm0.npy" --quiet
 "$MF" quantize "$T/cann.npy" "$T/qc.npy" --format float8_e4m3fn --granularity mx --codes "$T/cc.npy" --scales "$T/scc.npy" --quiet
+"$MF" quantize "$T/x3d.npy" "$T/qf.npy" --format float4_e2m1fn --granularity channel --flatten first --codes "$T/cf.npy" --scales "$T/sf.npy" --quiet
 out=$("$MF" quantize "$T/x.npy" "$T/q.npy" --format hifloat8 --granularity tensor)
 echo "$out" | grep -q "SQNR" || fail "summary line lacks SQNR: $out"
 "$PY" - "$T" <<'PY'
@@ -64,6 +65,7 @@ assert L("sm.npy").shape == (6, 3) and L("sm.npy").dtype == np.uint8         # c
 assert L("sm0.npy").shape == (1, 70)
 assert L("cc.npy").tolist() == [0, 72, 96, 120], L("cc.npy").tolist()         # CANN doc vector
 assert L("scc.npy").tolist() == [[128]]
+assert L("sf.npy").shape == (2, 1) and L("cf.npy").shape == (2, 105) and L("qf.npy").shape == (2, 3, 70)
 err = np.abs(L("qm.npy") - L("x.npy")).max()
 assert err <= np.abs(L("x.npy")).max() / 2, err
 PY
@@ -83,5 +85,6 @@ expect_error 2 quantize "$T/x.npy" "$T/o.npy" --format float8_e4m3fn --granulari
 expect_error 2 quantize "$T/x.npy" "$T/o.npy" --format float8_e4m3fn --granularity tensor --block 1x128
 expect_error 2 quantize "$T/x.npy" "$T/o.npy" --format float8_e4m3fn --granularity mx --axis 2
 expect_error 2 quantize "$T/x.npy" "$T/o.npy" --format float8_e8m0fnu --granularity tensor
+expect_error 2 quantize "$T/x.npy" "$T/o.npy" --format hifloat8 --granularity tensor --flatten middle
 expect_error 1 quantize "$T/missing.npy" "$T/o.npy" --format hifloat8 --granularity tensor
 echo "quantize_command: all checks passed"

@@ -12,5 +12,6 @@ int cmd_table(const argv_t&);
 int cmd_encode(const argv_t&);
 int cmd_decode(const argv_t&);
 int cmd_quantize(const argv_t&);
+int cmd_analyze(const argv_t&);
 
 }  // namespace minifloat::cli

@@ -1,6 +1,7 @@
 // minifloat quantize: scaled quantization of a .npy tensor; writes the fake-quantized floats and,
 // on request, the codes and scales.
 #include <minifloat/io/npy.hpp>
+#include <minifloat/io/tensor_files.hpp>
 #include <minifloat/minifloat.hpp>
 #include <minifloat/quant/quantized_tensor.hpp>
 
@@ -42,7 +43,8 @@ double sqnr_db(std::span<const float> x, std::span<const float> y) {
 }  // namespace
 
 int cmd_quantize(const argv_t& argv) {
-  args a(argv, {"format", "granularity", "block", "axis", "scale-rule", "target", "n-guard", "round", "codes", "scales"},
+  args a(argv, {"format", "granularity", "block", "axis", "scale-rule", "target", "n-guard", "round", "codes", "scales",
+          "flatten"},
          {"quiet"});
   constexpr auto usage =
       "minifloat quantize IN.npy OUT.npy --format F --granularity tensor|channel|token|block|mx [--block RxC] "
@@ -91,11 +93,11 @@ int cmd_quantize(const argv_t& argv) {
   const std::string& in_path = a.positional()[0];
   const npy_array in = read_npy(in_path);
   const std::vector<float> x = to_float32(in);
-  // 1-D is one row; N-D is (prod(leading), last).
-  const std::size_t cols = in.shape.empty() ? 1 : in.shape.back();
-  const std::size_t rows = in.shape.size() <= 1
-                               ? 1
-                               : std::accumulate(in.shape.begin(), in.shape.end() - 1, std::size_t{1}, std::multiplies<>());
+  // 1-D is one row; N-D is (prod(leading), last) unless --flatten first asks for (first, prod(rest)).
+  const std::string flatten = a.get_or("flatten", "last");
+  if (flatten != "last" && flatten != "first") throw usage_error("--flatten must be last or first, got '" + flatten + "'");
+  const auto [rows, cols] =
+      matrix_shape(in.shape, flatten == "first" ? flatten_mode::first_axis : flatten_mode::last_axis);
   const quantized_tensor q = quantize(x, rows, cols, s);
   const std::vector<float> y = dequantize(q);
   write_npy(a.positional()[1], std::span<const std::size_t>(in.shape), y);
@@ -109,7 +111,9 @@ int cmd_quantize(const argv_t& argv) {
       write_npy(*codes_path, std::span<const std::size_t>(in.shape), c);
     } else if (bits == 4) {
       // float4_e2m1fn_x2: the last dimension holds ceil(cols / 2) bytes, element 2i in the low nibble.
+      // Packing runs along matrix rows, so with --flatten first the codes are (rows, bytes).
       std::vector<std::size_t> shape = in.shape.empty() ? std::vector<std::size_t>{1} : in.shape;
+      if (flatten == "first" && shape.size() > 2) shape = {rows, cols};
       shape.back() = (cols + 1) / 2;
       write_npy(*codes_path, std::span<const std::size_t>(shape), q.codes());
     } else {

@@ -50,7 +50,16 @@ static_assert(std::endian::native == std::endian::little,
 
 // Element types a .npy file may hold here. float16 has no C++20 type, so its elements travel as
 // std::uint16_t bit patterns (IEEE 754 binary16).
+// GCC's -Wshadow flags npy_dtype::float16 against minifloat::float16 although a scoped
+// enumerator cannot shadow anything.
+#if defined(__GNUC__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wshadow"
+#endif
 enum class npy_dtype : std::uint8_t { float32, float64, float16, uint8, uint16, int8, int32 };
+#if defined(__GNUC__)
+#pragma GCC diagnostic pop
+#endif
 
 // C++ element types that map onto an npy_dtype (std::uint16_t also carries float16 bits).
 template <class T>

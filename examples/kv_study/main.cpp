@@ -1,0 +1,267 @@
+// Merged-KV attention study: one decode step whose single cache C (T x d) is both K and V
+// (MLA's compressed latent, DeepSeek sparse attention): out = softmax(scale * q C^T) C.
+// The fp32 result is compared with C stored as
+//   (a) HiF8, one static pow2 scale per tensor (N_guard 11), the same codes for both products;
+//   (b) MXFP8 E4M3 with blocks along d (right for q C^T), re-quantized with blocks along T for
+//       P C: (b1) from the fp32 values (a second copy written at append time), (b2) from the
+//       stored codes (dequantize, re-quantize: rounds twice);
+//   (c) FP8 E4M3, one fp32 scale per tensor (amax -> 448).
+// q and the softmax stay in double, so the error is the cache's alone. See README.md here.
+//
+// Usage: kv_study [--full] [--data DIR] [--queries N] [--lengths T1,T2,...] [--dim D] [--seed S]
+//   default (also the ctest smoke run): PP-OCRv4 data + one synthetic cache T = 4096, 8 queries
+//   --full: the README's numbers: synthetic T = 4096, 16384, 65536 with 64 queries each
+#include <minifloat/io/npy.hpp>
+// (io first: npy.hpp's enumerator float16 would shadow minifloat::float16 under -Wshadow)
+
+#include <minifloat/analysis/metrics.hpp>
+#include <minifloat/attention/merged_kv.hpp>
+#include <minifloat/quant/scheme_string.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace minifloat;
+
+// --- deterministic random numbers (splitmix64 + Box-Muller: same numbers on every platform) ---
+struct rng {
+  std::uint64_t s;
+  std::uint64_t next() {
+    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
+  double normal() {
+    const double u1 = 1.0 - uniform(), u2 = uniform();
+    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
+  }
+};
+
+struct dataset {
+  std::string name;
+  std::size_t t = 0, d = 0;
+  std::vector<float> cache;    // T x d
+  std::vector<float> queries;  // nq x d
+  double scale = 1.0;
+  std::vector<std::size_t> outlier_channels;  // for the "without outlier channels" column
+};
+
+// --- the storage recipes ---------------------------------------------------------------------
+std::vector<attention::merged_kv_recipe> recipes() {
+  using attention::requantize_source;
+  auto mx_d = parse_scheme("mxfp8_e4m3").scheme;             // blocks along d (axis 1)
+  auto mx_t = parse_scheme("mxfp8_e4m3/axis=0").scheme;      // blocks along T (axis 0)
+  auto mx_d_rceil = parse_scheme("mxfp8_e4m3/scale-rule=rceil").scheme;
+  auto mx_t_rceil = parse_scheme("mxfp8_e4m3/axis=0/scale-rule=rceil").scheme;
+  return {
+      {"fp32 (reference)", std::nullopt, std::nullopt, requantize_source::fp32},
+      {"(a) hifloat8/tensor, one copy", parse_scheme("hifloat8/tensor").scheme, std::nullopt, requantize_source::fp32},
+      // Sensitivity: the same format with less headroom above amax (N_guard 8: amax -> [128, 256)).
+      {"(a8) hifloat8/tensor/n-guard=8, one copy", parse_scheme("hifloat8/tensor/n-guard=8").scheme, std::nullopt,
+       requantize_source::fp32},
+      {"(b1) mxfp8_e4m3 d-blocks + T-blocks from fp32", mx_d, mx_t, requantize_source::fp32},
+      {"(b2) mxfp8_e4m3 d-blocks, T-blocks from codes", mx_d, mx_t, requantize_source::stored_codes},
+      {"(c) float8_e4m3fn/tensor, one copy", parse_scheme("float8_e4m3fn/tensor").scheme, std::nullopt,
+       requantize_source::fp32},
+      // The OCP floor rule clips a block's largest values by up to 12.5 %; rceil never clips.
+      {"(b1r) as (b1), scale rule rceil", mx_d_rceil, mx_t_rceil, requantize_source::fp32},
+      {"(b2r) as (b2), scale rule rceil", mx_d_rceil, mx_t_rceil, requantize_source::stored_codes},
+  };
+}
+
+// Bytes stored per cache element (codes + scales; MX: 1 E8M0 per 32).
+double bytes_per_element(const attention::merged_kv_recipe& r) {
+  if (!r.stored) return 4.0;
+  const double one = r.stored->gran == granularity::mx ? 1.0 + 1.0 / 32 : 1.0;
+  return r.pv && r.pv_from == attention::requantize_source::fp32 ? 2 * one : one;
+}
+
+double percentile(std::vector<double> v, double p) {
+  std::sort(v.begin(), v.end());
+  if (v.empty()) return std::nan("");
+  const double pos = p * static_cast<double>(v.size() - 1);
+  const auto i = static_cast<std::size_t>(pos);
+  const double f = pos - static_cast<double>(i);
+  return i + 1 < v.size() ? v[i] * (1 - f) + v[i + 1] * f : v[i];
+}
+
+std::string cell(double v) {
+  char buf[32];
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  std::snprintf(buf, sizeof buf, "%.1f", v);
+  return buf;
+}
+
+void run(const dataset& ds, unsigned threads) {
+  const std::size_t nq = ds.queries.size() / ds.d, t = ds.t, d = ds.d;
+  const matrix_view<const float> q(std::span<const float>(ds.queries), nq, d);
+  std::vector<double> ref(nq * d), ref_logits(nq * t);
+  const auto start = std::chrono::steady_clock::now();
+  attention::decode_attention_parallel(q, {std::span<const float>(ds.cache), t, d}, {std::span<const float>(ds.cache), t, d},
+                                       ds.scale, ref, ref_logits, threads);
+  std::vector<bool> is_outlier(d, false);
+  for (auto j : ds.outlier_channels) is_outlier[j] = true;
+
+  std::printf("\n%s: T = %zu, d = %zu, %zu queries%s\n", ds.name.c_str(), t, d, nq,
+              ds.outlier_channels.empty() ? "" : (", " + std::to_string(ds.outlier_channels.size()) + " outlier channels").c_str());
+  std::printf("  %-48s %6s | %29s | %s%s\n", "cache storage", "B/elem", "output SQNR dB: pooled median p05 min",
+              "logits SQNR median", ds.outlier_channels.empty() ? "" : " | out SQNR w/o outlier ch. (median)");
+  for (const auto& r : recipes()) {
+    if (!r.stored) continue;
+    const auto op = attention::prepare_merged_kv(ds.cache, t, d, r);
+    std::vector<double> out(nq * d), logits(nq * t);
+    attention::decode_attention_parallel(q, {std::span<const float>(op.k), t, d}, {std::span<const float>(op.v), t, d},
+                                         ds.scale, out, logits, threads);
+    std::vector<double> per_query, per_query_logits, per_query_normal;
+    for (std::size_t i = 0; i < nq; ++i) {
+      const std::span<const double> a(ref.data() + i * d, d), b(out.data() + i * d, d);
+      per_query.push_back(analysis::sqnr_db(a, b));
+      per_query_logits.push_back(analysis::sqnr_db({ref_logits.data() + i * t, t}, {logits.data() + i * t, t}));
+      if (!ds.outlier_channels.empty()) {
+        std::vector<double> an, bn;
+        for (std::size_t j = 0; j < d; ++j)
+          if (!is_outlier[j]) an.push_back(a[j]), bn.push_back(b[j]);
+        per_query_normal.push_back(analysis::sqnr_db(an, bn));
+      }
+    }
+    std::printf("  %-48s %6.3f | %7s %6s %5s %5s      | %18s", r.name.c_str(), bytes_per_element(r),
+                cell(analysis::sqnr_db(ref, out)).c_str(), cell(percentile(per_query, 0.5)).c_str(),
+                cell(percentile(per_query, 0.05)).c_str(),
+                cell(*std::min_element(per_query.begin(), per_query.end())).c_str(),
+                cell(percentile(per_query_logits, 0.5)).c_str());
+    if (!per_query_normal.empty()) std::printf(" | %33s", cell(percentile(per_query_normal, 0.5)).c_str());
+    std::printf("\n");
+  }
+  std::printf("  (%.1f s)\n", std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+}
+
+// --- PP-OCRv4: the latent is the qkv Linear's input; queries absorbed through W_K ---------------
+// Per head h: logits = q_h K^T = q_h (C W_K,h + b_K,h)^T = (q_h W_K,h^T) C^T + const, and the
+// constant q_h . b_K,h cancels in the softmax. So with q' = q_h W_K,h^T (120 values) and C the
+// LayerNorm output, softmax(q' C^T) is the model's own attention (checked against the stored
+// attn_probs: max difference 9e-8 / 8e-7), and P C is the latent the value projection maps.
+bool load_ppocr(const fs::path& dir, const std::string& block, const std::string& weight, dataset& ds) {
+  const fs::path c_path = dir / "activations" / ("line0." + block + ".qkv_in.npy");
+  const fs::path q_path = dir / "activations" / ("line0." + block + ".q_scaled.npy");
+  const fs::path w_path = dir / "weights" / (weight + ".npy");
+  if (!fs::exists(c_path) || !fs::exists(q_path) || !fs::exists(w_path)) return false;
+  const npy_array c = read_npy(c_path), q = read_npy(q_path), w = read_npy(w_path);
+  const auto cv = to_float32(c), qv = to_float32(q), wv = to_float32(w);
+  const std::size_t t = c.shape.at(0), d = c.shape.at(1), heads = q.shape.at(0), hd = q.shape.at(2), nt = q.shape.at(1);
+  const std::size_t wcols = w.shape.at(1);  // 3 * heads * hd, stored (in, out): columns q | k | v
+  ds.name = "PP-OCRv4 " + block + " (real activations, line 0; C = LayerNorm output, queries absorbed per head)";
+  ds.t = t, ds.d = d, ds.scale = 1.0;  // q_scaled already holds head_dim^-0.5
+  ds.cache = cv;
+  for (std::size_t h = 0; h < heads; ++h)
+    for (std::size_t i = 0; i < nt; ++i)
+      for (std::size_t j = 0; j < d; ++j) {
+        double s = 0;
+        for (std::size_t m = 0; m < hd; ++m)
+          s += static_cast<double>(qv[(h * nt + i) * hd + m]) * wv[j * wcols + heads * hd + h * hd + m];
+        ds.queries.push_back(static_cast<float>(s));
+      }
+  return true;
+}
+
+// --- synthetic long cache with outlier channels -----------------------------------------------
+// C[t, j] = g_j * r_t * z,  z ~ N(0, 1); r_t = exp(0.3 N(0, 1)) (token norms vary); g_j = 1 except
+// d/64 outlier channels with g_j log-uniform in [20, 100]. Queries q_j = 2.5 u_j / g_j, u ~ N(0, 1),
+// so with scale 1/sqrt(d) the logits are about 2.5 r_t N(0, 1) and are carried by the ordinary
+// channels, while the outliers set the cache's amax.
+dataset synthetic(std::size_t t, std::size_t d, std::size_t nq, std::uint64_t seed) {
+  dataset ds;
+  rng g{seed * 0x100000001B3ULL + t};
+  std::vector<double> gain(d, 1.0);
+  const std::size_t n_out = std::max<std::size_t>(1, d / 64);
+  for (std::size_t k = 0; k < n_out; ++k) {
+    std::size_t j;
+    do j = static_cast<std::size_t>(g.uniform() * static_cast<double>(d));
+    while (gain[j] != 1.0);
+    gain[j] = std::exp(std::log(20.0) + g.uniform() * (std::log(100.0) - std::log(20.0)));
+    ds.outlier_channels.push_back(j);
+  }
+  std::sort(ds.outlier_channels.begin(), ds.outlier_channels.end());
+  ds.name = "synthetic";
+  ds.t = t, ds.d = d, ds.scale = 1.0 / std::sqrt(static_cast<double>(d));
+  ds.cache.resize(t * d);
+  for (std::size_t i = 0; i < t; ++i) {
+    const double r = std::exp(0.3 * g.normal());
+    for (std::size_t j = 0; j < d; ++j) ds.cache[i * d + j] = static_cast<float>(gain[j] * r * g.normal());
+  }
+  for (std::size_t i = 0; i < nq; ++i)
+    for (std::size_t j = 0; j < d; ++j) ds.queries.push_back(static_cast<float>(2.5 * g.normal() / gain[j]));
+  return ds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  fs::path data = fs::path(__FILE__).parent_path() / ".." / ".." / "data" / "ppocrv4";
+  bool full = false;
+  std::size_t queries = 0, dim = 512;
+  std::vector<std::size_t> lengths;
+  std::uint64_t seed = 1;
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view a = argv[i];
+    auto value = [&]() -> std::string {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "kv_study: %s needs a value\n", argv[i]);
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--full") full = true;
+    else if (a == "--data") data = value();
+    else if (a == "--queries") queries = std::stoul(value());
+    else if (a == "--dim") dim = std::stoul(value());
+    else if (a == "--seed") seed = std::stoull(value());
+    else if (a == "--lengths") {
+      const std::string v = value();
+      for (std::size_t p = 0; p < v.size();) {
+        const auto c = v.find(',', p);
+        lengths.push_back(std::stoul(v.substr(p, c - p)));
+        p = c == std::string::npos ? v.size() : c + 1;
+      }
+    } else {
+      std::fprintf(stderr,
+                   "usage: kv_study [--full] [--data DIR] [--queries N] [--lengths T1,T2,...] [--dim D] [--seed S]\n");
+      return a == "--help" || a == "-h" ? 0 : 2;
+    }
+  }
+  if (lengths.empty()) lengths = full ? std::vector<std::size_t>{4096, 16384, 65536} : std::vector<std::size_t>{4096};
+  if (queries == 0) queries = full ? 64 : 8;
+  const unsigned threads = std::max(1U, std::min(2U, std::thread::hardware_concurrency()));
+
+  std::printf("Merged-KV decode attention: out = softmax(scale q C^T) C, cache C stored in 8 bits.\n");
+  std::printf("Output SQNR = 10 log10(sum out_ref^2 / sum (out_ref - out)^2) per query vector; pooled = over all\n");
+  std::printf("queries at once; p05 = 5th percentile; logits SQNR: the same for scale q C^T.\n");
+  try {
+    for (const auto& [block, weight] : {std::pair{"svtr0", "rec.linear_77.w_0"}, std::pair{"svtr1", "rec.linear_81.w_0"}}) {
+      dataset ds;
+      if (load_ppocr(data, block, weight, ds)) run(ds, threads);
+      else std::printf("\n(PP-OCRv4 data not found under %s; pass --data DIR)\n", data.string().c_str());
+    }
+    for (const auto t : lengths) {
+      dataset ds = synthetic(t, dim, queries, seed);
+      ds.name = "synthetic long cache (seed " + std::to_string(seed) + ")";
+      run(ds, threads);
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "kv_study: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,139 @@
+// SVG charts (structure, escaping, non-finite points) and tensor file handling (directory
+// expansion, matrix views, dispatch by extension).
+#include <minifloat/io/npy.hpp>
+#include <minifloat/io/tensor_files.hpp>
+// (io first: npy.hpp's npy_dtype::float16 would shadow minifloat::float16 under -Wshadow)
+
+#include <minifloat/analysis/svg.hpp>
+
+#include <catch2/catch.hpp>
+#include <cmath>
+#include <filesystem>
+#include <limits>
+#include <string>
+#include <vector>
+
+#ifndef MINIFLOAT_TEST_DATA_DIR
+#define MINIFLOAT_TEST_DATA_DIR "tests/data"
+#endif
+
+namespace {
+namespace fs = std::filesystem;
+std::size_t count(const std::string& s, std::string_view what) {
+  std::size_t n = 0;
+  for (auto p = s.find(what); p != std::string::npos; p = s.find(what, p + 1)) ++n;
+  return n;
+}
+}  // namespace
+
+TEST_CASE("svg: category chart structure", "[analysis][svg]") {
+  minifloat::analysis::svg::chart c;
+  c.title = "SQNR <per> tensor & \"more\"";
+  c.y_label = "dB";
+  c.categories = {"a", "b<c", "d"};
+  const double inf = std::numeric_limits<double>::infinity();
+  c.lines.push_back({"s1", {10, inf, 30}, "", false});
+  c.lines.push_back({"s2", {12, std::nan(""), 28}, "#000000", true});
+  const std::string svg = c.render();
+  CHECK(svg.starts_with("<svg xmlns=\"http://www.w3.org/2000/svg\""));
+  CHECK(svg.ends_with("</svg>\n"));
+  CHECK(svg.find("SQNR &lt;per&gt; tensor &amp; &quot;more&quot;") != std::string::npos);
+  CHECK(svg.find("b&lt;c") != std::string::npos);
+  CHECK(svg.find("<per>") == std::string::npos);
+  CHECK(count(svg, "<path ") == 2);  // one per series; s2's NaN starts a second subpath
+  CHECK(count(svg, "d=\"M") == 2);
+  CHECK(count(svg, " M") == 1);
+  CHECK(count(svg, "fill=\"white\" stroke") == 1);  // the +inf point: open marker
+  CHECK(svg.find("stroke-dasharray") != std::string::npos);
+  CHECK(count(svg, "<svg") == 1);
+}
+
+TEST_CASE("svg: step chart with bars and a log axis", "[analysis][svg]") {
+  minifloat::analysis::svg::chart c;
+  c.title = "bits";
+  c.x = {-2, -1, 0, 1};
+  c.steps = true;
+  c.lines.push_back({"f", {1, 2, 4, 3}, "", false});
+  c.bars = {0.1, 0.0, 0.5, 0.4};
+  c.bar_label = "share";
+  const std::string svg = c.render();
+  CHECK(count(svg, "<path ") == 1);
+  CHECK(count(svg, "<rect ") >= 3 + 2);  // background, frame, 3 non-zero bars, legend swatch
+  minifloat::analysis::svg::chart l;
+  l.categories = {"x", "y"};
+  l.log_y = true;
+  l.lines.push_back({"z", {0.0, 0.05}, "", false});
+  const std::string log_svg = l.render();
+  CHECK(log_svg.find(">0</text>") != std::string::npos);  // zero sits on the labelled bottom edge
+}
+
+TEST_CASE("tensor files: matrix views of shapes", "[analysis][files]") {
+  using minifloat::matrix_shape;
+  using v = std::vector<std::size_t>;
+  CHECK(matrix_shape(v{}) == std::pair<std::size_t, std::size_t>{1, 1});
+  CHECK(matrix_shape(v{7}) == std::pair<std::size_t, std::size_t>{1, 7});
+  CHECK(matrix_shape(v{3, 5}) == std::pair<std::size_t, std::size_t>{3, 5});
+  CHECK(matrix_shape(v{8, 86, 15}) == std::pair<std::size_t, std::size_t>{688, 15});
+  CHECK(matrix_shape(v{60, 240, 1, 1}) == std::pair<std::size_t, std::size_t>{60, 240});  // conv: O x I*kh*kw
+  CHECK(matrix_shape(v{60, 960, 1, 3}) == std::pair<std::size_t, std::size_t>{60, 2880});
+  CHECK(matrix_shape(v{2, 3, 4, 5, 6}) == std::pair<std::size_t, std::size_t>{120, 6});
+}
+
+TEST_CASE("tensor files: directories, extensions and loading", "[analysis][files]") {
+  const fs::path dir = fs::temp_directory_path() / "minifloat_test_tensor_files";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::vector<std::size_t> shape{2, 3};
+  const std::vector<float> values{1, 2, 3, 4, 5, 6};
+  minifloat::write_npy(dir / "b.npy", std::span<const std::size_t>(shape), values);
+  minifloat::write_npy(dir / "a.npy", std::span<const std::size_t>(shape), values);
+  std::vector<std::byte> f32(6 * 4), ids(2 * 8);
+  std::memcpy(f32.data(), values.data(), f32.size());
+  minifloat::write_safetensors(dir / "c.safetensors", {{"w2", minifloat::safetensors_dtype::F32, {3, 2}, f32},
+                                                       {"w1", minifloat::safetensors_dtype::F32, {6}, f32},
+                                                       {"ids", minifloat::safetensors_dtype::I64, {2}, ids}});
+  std::ofstream(dir / "notes.txt") << "ignored";
+  fs::create_directories(dir / "sub");
+  minifloat::write_npy(dir / "sub" / "a.npy", std::span<const std::size_t>(shape), values);
+
+  const auto files = minifloat::expand_tensor_paths({dir.string(), (dir / "sub" / "a.npy").string()});
+  REQUIRE(files.size() == 4);  // a.npy, b.npy, c.safetensors (sorted; not recursive), then sub/a.npy
+  CHECK(files[0].filename() == "a.npy");
+  CHECK(files[1].filename() == "b.npy");
+  CHECK(files[2].filename() == "c.safetensors");
+
+  std::vector<std::string> skipped;
+  const auto sources = minifloat::list_tensor_sources(files, &skipped);
+  REQUIRE(sources.size() == 5);
+  REQUIRE(skipped.size() == 1);
+  CHECK_THAT(skipped[0], Catch::Contains("ids (I64)"));
+  CHECK(sources[0].name == (fs::path(dir.filename()) / "a").string());  // two a.npy: prefixed by folder
+  CHECK(sources[1].name == "b");
+  CHECK(sources[2].name == "w1");  // tensors of a .safetensors in name order
+  CHECK(sources[3].name == "w2");
+  CHECK(sources[4].name == "sub/a");
+
+  const auto t = minifloat::load_tensor(sources[3]);
+  CHECK(t.values == values);
+  CHECK(t.rows == 3);
+  CHECK(t.cols == 2);
+  CHECK(t.dtype == "F32");
+  const auto n = minifloat::load_tensor(sources[1]);
+  CHECK(n.shape == shape);
+  CHECK(n.dtype == "float32");
+
+  CHECK_THROWS_AS(minifloat::expand_tensor_paths({(dir / "missing.npy").string()}), minifloat::io_error);
+  CHECK_THROWS_AS(minifloat::expand_tensor_paths({(dir / "notes.txt").string()}), minifloat::io_error);
+  fs::create_directories(dir / "empty");
+  CHECK_THROWS_AS(minifloat::expand_tensor_paths({(dir / "empty").string()}), minifloat::io_error);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("tensor files: malformed inputs are io_errors", "[analysis][files]") {
+  const fs::path data = MINIFLOAT_TEST_DATA_DIR;
+  CHECK_THROWS_AS(minifloat::list_tensor_sources({data / "safetensors" / "bad_overlap.safetensors"}), minifloat::io_error);
+  const auto s = minifloat::list_tensor_sources({data / "npy" / "bad_truncated_f4.npy", data / "npy" / "good_v1_i1_4.npy"});
+  REQUIRE(s.size() == 2);
+  CHECK_THROWS_AS(minifloat::load_tensor(s[0]), minifloat::io_error);
+  CHECK_THROWS_WITH(minifloat::load_tensor(s[1]), Catch::Contains("not floating point"));
+}
