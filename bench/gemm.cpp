@@ -1,0 +1,178 @@
+// Quantized GEMM / GEMV (include/minifloat/gemm) next to OpenBLAS cblas_sgemm / cblas_sgemv on
+// fp32 copies of the same matrices (the dequantized values), in one binary, 1 and 2 threads.
+// Built only when OpenBLAS is found (bench/CMakeLists.txt). Read the ratios, not the absolute
+// numbers: bench/README.md "## GEMM" records them.
+//
+//   gemm/<recipe>/<size>/threads:<t>    M = N = K = size, B stored (N, K) ("weights (out, in)")
+//   sgemm/<size>/threads:<t>            cblas_sgemm(RowMajor, NoTrans, Trans) on the same values
+//   gemv/<recipe>/<N>/threads:<t>       1 x 4096 x N, B (N, K)
+//   sgemv/<N>/threads:<t>               cblas_sgemv(RowMajor, NoTrans) on W (N, K)
+// Counter GFLOP/s = 2 M N K per second. Each benchmark repeats (--benchmark_repetitions, default
+// 3 here) and reports a "best" aggregate (fastest repetition): the machine this was written on
+// is shared, and the best of a few runs is the least disturbed one, for OpenBLAS and us alike.
+#include <benchmark/benchmark.h>
+#include <cblas.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <minifloat/gemm/gemm.hpp>
+
+extern "C" void openblas_set_num_threads(int num_threads);
+
+namespace {
+
+using namespace minifloat;
+
+std::vector<float> random_values(std::size_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> d(0.0f, 1.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = d(rng);
+  return v;
+}
+
+quant_scheme make(format_id f, granularity g) { return quant_scheme::make(f, g); }
+quant_scheme block(format_id f, std::size_t r, std::size_t c) {
+  quant_scheme s = quant_scheme::make(f, granularity::block);
+  s.block_rows = r, s.block_cols = c;
+  return s;
+}
+
+struct recipe {
+  const char* name;
+  quant_scheme a, b;
+};
+
+const recipe recipes[] = {
+    {"hif8_token_x_channel", make(format_id::hifloat8, granularity::token), make(format_id::hifloat8, granularity::channel)},
+    {"e4m3_tensor", make(format_id::float8_e4m3fn, granularity::tensor), make(format_id::float8_e4m3fn, granularity::tensor)},
+    {"e4m3_deepseek_1x128_128x128", block(format_id::float8_e4m3fn, 1, 128), block(format_id::float8_e4m3fn, 128, 128)},
+    {"mxfp8", make(format_id::float8_e4m3fn, granularity::mx), make(format_id::float8_e4m3fn, granularity::mx)},
+    {"mxfp4_w4a8", make(format_id::float8_e4m3fn, granularity::mx), make(format_id::float4_e2m1fn, granularity::mx)},
+    {"mxfp4_w4a4", make(format_id::float4_e2m1fn, granularity::mx), make(format_id::float4_e2m1fn, granularity::mx)},
+};
+
+struct operands {
+  quantized_tensor a, b;
+  std::vector<float> a32, b32;  // dequantized copies for OpenBLAS
+};
+
+/// Quantized once per (recipe, shape) and kept: quantizing 2048^2 takes longer than a GEMM.
+const operands& get(std::size_t r, std::size_t m, std::size_t n, std::size_t k) {
+  static std::map<std::tuple<std::size_t, std::size_t, std::size_t, std::size_t>, std::unique_ptr<operands>> cache;
+  auto& slot = cache[{r, m, n, k}];
+  if (!slot) {
+    slot = std::make_unique<operands>();
+    slot->a = quantize(random_values(m * k, 1), m, k, recipes[r].a);
+    slot->b = quantize(random_values(n * k, 2), n, k, recipes[r].b);
+    slot->a32 = dequantize(slot->a);
+    slot->b32 = dequantize(slot->b);
+  }
+  return *slot;
+}
+
+void set_flops(benchmark::State& state, double m, double n, double k) {
+  state.counters["GFLOP/s"] =
+      benchmark::Counter(2.0 * m * n * k * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void bm_gemm(benchmark::State& state, std::size_t r) {
+  const auto s = static_cast<std::size_t>(state.range(0));
+  const auto& o = get(r, s, s, s);
+  std::vector<float> c(s * s);
+  gemm_config cfg;
+  cfg.threads = static_cast<unsigned>(state.range(1));
+  cfg.path = gemm_path::blocked;
+  for (auto _ : state) {
+    gemm(o.a.view(), o.b.view(), gemm_layout::nk, {}, std::span<float>(c), cfg);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, static_cast<double>(s), static_cast<double>(s), static_cast<double>(s));
+}
+
+void bm_sgemm(benchmark::State& state) {
+  const auto s = static_cast<std::size_t>(state.range(0));
+  const auto& o = get(0, s, s, s);
+  std::vector<float> c(s * s);
+  openblas_set_num_threads(static_cast<int>(state.range(1)));
+  const int n = static_cast<int>(s);
+  for (auto _ : state) {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, o.a32.data(), n, o.b32.data(), n, 0.0f,
+                c.data(), n);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, static_cast<double>(s), static_cast<double>(s), static_cast<double>(s));
+}
+
+constexpr std::size_t gemv_k = 4096;
+
+void bm_gemv(benchmark::State& state, std::size_t r) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto& o = get(r, 1, n, gemv_k);
+  std::vector<float> c(n);
+  gemm_config cfg;
+  cfg.threads = static_cast<unsigned>(state.range(1));
+  cfg.path = gemm_path::gemv;
+  for (auto _ : state) {
+    gemm(o.a.view(), o.b.view(), gemm_layout::nk, {}, std::span<float>(c), cfg);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, 1.0, static_cast<double>(n), static_cast<double>(gemv_k));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(o.b.codes().size()));
+}
+
+void bm_sgemv(benchmark::State& state) {
+  const auto n = static_cast<std::size_t>(state.range(0));
+  const auto& o = get(0, 1, n, gemv_k);
+  std::vector<float> c(n);
+  openblas_set_num_threads(static_cast<int>(state.range(1)));
+  for (auto _ : state) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(gemv_k), 1.0f, o.b32.data(),
+                static_cast<int>(gemv_k), o.a32.data(), 1, 0.0f, c.data(), 1);
+    benchmark::DoNotOptimize(c.data());
+  }
+  set_flops(state, 1.0, static_cast<double>(n), static_cast<double>(gemv_k));
+  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(n * gemv_k * 4));
+}
+
+/// "best": the fastest repetition's time (read the time column; the statistic is a min of every
+/// column, so its GFLOP/s is the slowest one's -- compare times, the flop counts are equal).
+void best_of(benchmark::internal::Benchmark* b) {
+  b->Repetitions(3)->ReportAggregatesOnly(true)->ComputeStatistics(
+      "best", [](const std::vector<double>& v) { return *std::min_element(v.begin(), v.end()); });
+}
+void gemm_args(benchmark::internal::Benchmark* b) {
+  for (const int s : {512, 1024, 2048})
+    for (const int t : {1, 2}) b->Args({s, t});
+  b->ArgNames({"size", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+  best_of(b);
+}
+void gemv_args(benchmark::internal::Benchmark* b) {
+  for (const int n : {4096, 11008})
+    for (const int t : {1, 2}) b->Args({n, t});
+  b->ArgNames({"N", "threads"})->Unit(benchmark::kMicrosecond)->UseRealTime();
+  best_of(b);
+}
+
+const bool registered = [] {
+  benchmark::RegisterBenchmark("sgemm", bm_sgemm)->Apply(gemm_args);
+  for (std::size_t r = 0; r < std::size(recipes); ++r)
+    benchmark::RegisterBenchmark((std::string("gemm/") + recipes[r].name).c_str(),
+                                 [r](benchmark::State& st) { bm_gemm(st, r); })
+        ->Apply(gemm_args);
+  benchmark::RegisterBenchmark("sgemv", bm_sgemv)->Apply(gemv_args);
+  for (const std::size_t r : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{4}})
+    benchmark::RegisterBenchmark((std::string("gemv/") + recipes[r].name).c_str(),
+                                 [r](benchmark::State& st) { bm_gemv(st, r); })
+        ->Apply(gemv_args);
+  return true;
+}();
+
+}  // namespace

@@ -1,0 +1,109 @@
+#pragma once
+// Grouped GEMM for mixture-of-experts (aclnnGroupedMatmulV4/V5 with groupListType = counts):
+// one A (total_tokens x K) whose rows are split into consecutive groups by a list of token
+// counts, one B (and optionally one bias) per group/expert:
+//   out[r0_g .. r0_g + count_g) = A[r0_g .. r0_g + count_g) * B_g [+ bias_g]
+// A's scales are read in place (a group may start inside a block of a block-scaled A), so any A
+// granularity GEMM accepts works. Every B_g must have the same layout, K and N. A group of 0
+// tokens is allowed and writes nothing.
+#include <numeric>
+
+#include "blocked.hpp"
+
+namespace minifloat {
+
+namespace detail::gemm {
+
+/// One group's problem: A rows [r0, r0 + rows) of `a_full`, B = b.
+inline problem group_problem(const operand& a_full, std::size_t r0, std::size_t rows, const quantized_tensor_view& b,
+                             gemm_layout layout, std::size_t g) {
+  problem p;
+  p.a = a_full;
+  p.a.outer_offset = r0;
+  p.a.outer = rows;
+  p.b = make_operand(b, 'B', layout);
+  if (p.b.k != p.a.k)
+    throw shape_error("grouped_gemm: B[" + std::to_string(g) + "] has K = " + std::to_string(p.b.k) +
+                      " but A has K = " + std::to_string(p.a.k));
+  p.m = rows, p.n = p.b.outer, p.k = p.a.k;
+  p.l = k_block(p.a, p.b);
+  return p;
+}
+
+template <class Run>
+void grouped_run(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                 std::span<const quantized_tensor_view> b, gemm_layout layout,
+                 std::span<const std::span<const float>> bias, std::size_t out_size, Run&& run) {
+  const operand af = make_operand(a, 'A', gemm_layout::nk);
+  if (group_sizes.size() != b.size())
+    throw shape_error("grouped_gemm: " + std::to_string(group_sizes.size()) + " group sizes but " +
+                      std::to_string(b.size()) + " B operands; expected one B per group");
+  if (!bias.empty() && bias.size() != b.size())
+    throw shape_error("grouped_gemm: bias needs one span per group (" + std::to_string(b.size()) + ") or none, got " +
+                      std::to_string(bias.size()));
+  const std::size_t total = std::accumulate(group_sizes.begin(), group_sizes.end(), std::size_t{0});
+  if (total != a.rows)
+    throw shape_error("grouped_gemm: group sizes add up to " + std::to_string(total) + " tokens but A has " +
+                      std::to_string(a.rows) + " rows");
+  const std::size_t n = b.empty() ? 0 : make_operand(b[0], 'B', layout).outer;
+  if (out_size != a.rows * n)
+    throw shape_error("grouped_gemm: output needs " + std::to_string(a.rows) + " x " + std::to_string(n) + " = " +
+                      std::to_string(a.rows * n) + " values, got " + std::to_string(out_size));
+  std::vector<problem> problems;
+  problems.reserve(b.size());
+  for (std::size_t g = 0, r0 = 0; g < b.size(); r0 += group_sizes[g], ++g) {
+    problems.push_back(group_problem(af, r0, group_sizes[g], b[g], layout, g));
+    if (problems.back().n != n)
+      throw shape_error("grouped_gemm: B[" + std::to_string(g) + "] has N = " + std::to_string(problems.back().n) +
+                        " but B[0] has N = " + std::to_string(n) + "; every expert needs the same N");
+    const std::span<const float> bg = bias.empty() ? std::span<const float>{} : bias[g];
+    if (!bg.empty() && bg.size() != n)
+      throw shape_error("grouped_gemm: bias[" + std::to_string(g) + "] needs N = " + std::to_string(n) +
+                        " floats (or none), got " + std::to_string(bg.size()));
+  }
+  for (std::size_t g = 0, r0 = 0; g < b.size(); r0 += group_sizes[g], ++g)
+    run(problems[g], bias.empty() ? std::span<const float>{} : bias[g], r0, n);
+}
+
+}  // namespace detail::gemm
+
+/// Fast grouped GEMM (bit-identical to grouped_gemm_reference with fp32_blocks). out: total_tokens x N.
+inline void grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                         std::span<const quantized_tensor_view> b, gemm_layout layout,
+                         std::span<const std::span<const float>> bias, std::span<float> out,
+                         const gemm_config& cfg = {}) {
+  detail::gemm::grouped_run(a, group_sizes, b, layout, bias, out.size(),
+                            [&](const detail::gemm::problem& p, std::span<const float> bg, std::size_t r0, std::size_t n) {
+                              detail::gemm::run_fast(p, bg, out.data() + r0 * n, n, cfg);
+                            });
+}
+inline void grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                         std::span<const quantized_tensor_view> b, gemm_layout layout,
+                         std::span<const std::span<const float>> bias, std::span<bfloat16> out,
+                         const gemm_config& cfg = {}) {
+  std::vector<float> c(out.size());
+  grouped_gemm(a, group_sizes, b, layout, bias, std::span<float>(c), cfg);
+  detail::gemm::to_bf16_rows(c.data(), out);
+}
+
+/// Reference grouped GEMM (either accumulation mode of reference.hpp).
+inline void grouped_gemm_reference(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                                   std::span<const quantized_tensor_view> b, gemm_layout layout,
+                                   std::span<const std::span<const float>> bias, std::span<float> out,
+                                   gemm_accumulation mode = gemm_accumulation::exact) {
+  detail::gemm::grouped_run(a, group_sizes, b, layout, bias, out.size(),
+                            [&](const detail::gemm::problem& p, std::span<const float> bg, std::size_t r0, std::size_t n) {
+                              detail::gemm::reference_run(p, bg, out.subspan(r0 * n, p.m * n), mode);
+                            });
+}
+inline void grouped_gemm_reference(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                                   std::span<const quantized_tensor_view> b, gemm_layout layout,
+                                   std::span<const std::span<const float>> bias, std::span<bfloat16> out,
+                                   gemm_accumulation mode = gemm_accumulation::exact) {
+  detail::gemm::grouped_run(a, group_sizes, b, layout, bias, out.size(),
+                            [&](const detail::gemm::problem& p, std::span<const float> bg, std::size_t r0, std::size_t n) {
+                              detail::gemm::reference_run(p, bg, out.subspan(r0 * n, p.m * n), mode);
+                            });
+}
+
+}  // namespace minifloat

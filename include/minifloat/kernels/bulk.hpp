@@ -1,0 +1,284 @@
+#pragma once
+// Bulk quantize/dequantize over spans: any length, any alignment, every format, every rounding
+// mode and overflow policy of policy.hpp, inputs float32 / bfloat16 / float16. Each call runs on
+// one thread (kernels/threads.hpp splits a span over threads) and picks its ISA path as
+// dispatch.hpp describes; every path gives the bits of the scalar reference (convert.hpp).
+//
+//   encode<T>(x, codes, conversion, options)          codes[i] = encode<T>(x[i], conversion, r_i)
+//   decode<T>(codes, out)                             out[i] = float(T::from_bits(codes[i]))
+//   encode_fp4_packed / decode_fp4_packed             the same, two FP4 codes per byte (packed.hpp)
+//   quantize_scaled<T>(x, codes, s, amax, conversion) codes[i] = encode<T>(x[i] / s) (float32
+//                                                     division) and amax = max |x| over the finite
+//                                                     x, in one pass (delayed scaling's QuantMax)
+//   dequantize_scaled<T>(codes, out, s)               out[i] = float(T::from_bits(codes[i])) * s
+//   finite_amax(x, amax)                              amax alone (quant/scales.hpp finite_amax)
+//   pack_nibbles / unpack_nibbles                     FP4 codes <-> nibble pairs
+// r_i = random_bits(options.seed, options.first_index + i) for rounding::stochastic, so results
+// do not depend on the ISA path or on how a span is split.
+//
+// Every function is noexcept and returns kernel_status (common.hpp): null_pointer for a null
+// span with a non-zero size, size_mismatch when the output does not have the input's length
+// (FP4 packed: (n + 1) / 2 bytes), unsupported_isa for a forced path the CPU lacks. Outputs are
+// untouched unless the status is ok. kernels::check(status, "who") throws instead.
+//
+// Floating-point environment: encode/decode use integer arithmetic only. The scaled functions
+// divide (or multiply) in float32 exactly as the scalar reference does, so they agree under any
+// MXCSR rounding mode; with FTZ/DAZ set (-ffast-math) subnormal quotients may differ.
+#include <cstddef>
+#include <cstdint>
+#include <span>
+
+#include "../formats/e8m0.hpp"
+#include "../formats/float16.hpp"
+#include "../formats/float8.hpp"
+#include "../formats/hifloat8.hpp"
+#include "../formats/mx_elements.hpp"
+#include "common.hpp"
+#include "dispatch.hpp"
+#include "reference/codec.hpp"
+#if MINIFLOAT_KERNELS_X86
+#include "x86_avx2/codec.hpp"
+#endif
+
+namespace minifloat::kernels {
+
+/// The element types a bulk encoder reads.
+template <class T>
+concept bulk_input = std::same_as<T, float> || std::same_as<T, bfloat16> || std::same_as<T, float16>;
+
+/// The storage of T's codes in a bulk buffer (FP4/FP6: one code per byte, in the low bits).
+template <class T>
+using code_t = typename T::storage_type;
+
+/// Runs `scalar()` or `avx2()` for the path `o.path` resolves to.
+#if MINIFLOAT_KERNELS_X86
+#define MINIFLOAT_KERNELS_DISPATCH(path, scalar_call, avx2_call)        \
+  switch (::minifloat::kernels::detail::resolve(path)) {                \
+    case ::minifloat::kernels::isa::scalar: scalar_call; break;         \
+    case ::minifloat::kernels::isa::avx2: avx2_call; break;             \
+    default: return ::minifloat::kernels::kernel_status::unsupported_isa; \
+  }
+#else
+#define MINIFLOAT_KERNELS_DISPATCH(path, scalar_call, avx2_call)        \
+  switch (::minifloat::kernels::detail::resolve(path)) {                \
+    case ::minifloat::kernels::isa::scalar: scalar_call; break;         \
+    default: return ::minifloat::kernels::kernel_status::unsupported_isa; \
+  }
+#endif
+
+namespace detail {
+
+template <class T, class In>
+kernel_status encode_impl(std::span<const In> x, std::span<code_t<T>> out, conversion c, const bulk_options& o) noexcept {
+  if (bad_span(x.data(), x.size()) || bad_span(out.data(), out.size())) return kernel_status::null_pointer;
+  if (out.size() != x.size()) return kernel_status::size_mismatch;
+  MINIFLOAT_KERNELS_DISPATCH(o.path,
+                             reference::encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index),
+                             x86_avx2::encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index))
+  return kernel_status::ok;
+}
+
+template <class In>
+kernel_status encode_fp4_packed_impl(std::span<const In> x, std::span<std::uint8_t> packed, conversion c,
+                                     const bulk_options& o) noexcept {
+  if (bad_span(x.data(), x.size()) || bad_span(packed.data(), packed.size())) return kernel_status::null_pointer;
+  if (packed.size() != (x.size() + 1) / 2) return kernel_status::size_mismatch;
+  MINIFLOAT_KERNELS_DISPATCH(o.path,
+                             reference::encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index),
+                             x86_avx2::encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index))
+  return kernel_status::ok;
+}
+
+template <class T, class In>
+kernel_status quantize_scaled_impl(std::span<const In> x, std::span<code_t<T>> out, float scale, float& amax,
+                                   conversion c, const bulk_options& o) noexcept {
+  if (bad_span(x.data(), x.size()) || bad_span(out.data(), out.size())) return kernel_status::null_pointer;
+  if (out.size() != x.size()) return kernel_status::size_mismatch;
+  MINIFLOAT_KERNELS_DISPATCH(
+      o.path, amax = reference::encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index),
+      amax = x86_avx2::encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index))
+  return kernel_status::ok;
+}
+
+template <class In>
+kernel_status quantize_scaled_fp4_packed_impl(std::span<const In> x, std::span<std::uint8_t> packed, float scale,
+                                              float& amax, conversion c, const bulk_options& o) noexcept {
+  if (bad_span(x.data(), x.size()) || bad_span(packed.data(), packed.size())) return kernel_status::null_pointer;
+  if (packed.size() != (x.size() + 1) / 2) return kernel_status::size_mismatch;
+  MINIFLOAT_KERNELS_DISPATCH(
+      o.path,
+      amax = reference::encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index),
+      amax = x86_avx2::encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index))
+  return kernel_status::ok;
+}
+
+template <class In>
+kernel_status finite_amax_impl(std::span<const In> x, float& amax, const bulk_options& o) noexcept {
+  if (bad_span(x.data(), x.size())) return kernel_status::null_pointer;
+  MINIFLOAT_KERNELS_DISPATCH(o.path, amax = reference::finite_amax(x.data(), x.size()),
+                             amax = x86_avx2::finite_amax(x.data(), x.size()))
+  return kernel_status::ok;
+}
+
+}  // namespace detail
+
+// --- encode --------------------------------------------------------------------------------------
+
+template <class T>
+[[nodiscard]] kernel_status encode(std::span<const float> x, std::span<code_t<T>> codes, conversion c = {},
+                                   const bulk_options& o = {}) noexcept {
+  return detail::encode_impl<T>(x, codes, c, o);
+}
+template <class T>
+[[nodiscard]] kernel_status encode(std::span<const bfloat16> x, std::span<code_t<T>> codes, conversion c = {},
+                                   const bulk_options& o = {}) noexcept {
+  return detail::encode_impl<T>(x, codes, c, o);
+}
+template <class T>
+[[nodiscard]] kernel_status encode(std::span<const float16> x, std::span<code_t<T>> codes, conversion c = {},
+                                   const bulk_options& o = {}) noexcept {
+  return detail::encode_impl<T>(x, codes, c, o);
+}
+
+/// FP4 (float4_e2m1fn) codes two per byte; `packed` holds (x.size() + 1) / 2 bytes.
+[[nodiscard]] inline kernel_status encode_fp4_packed(std::span<const float> x, std::span<std::uint8_t> packed,
+                                                     conversion c = {}, const bulk_options& o = {}) noexcept {
+  return detail::encode_fp4_packed_impl(x, packed, c, o);
+}
+[[nodiscard]] inline kernel_status encode_fp4_packed(std::span<const bfloat16> x, std::span<std::uint8_t> packed,
+                                                     conversion c = {}, const bulk_options& o = {}) noexcept {
+  return detail::encode_fp4_packed_impl(x, packed, c, o);
+}
+[[nodiscard]] inline kernel_status encode_fp4_packed(std::span<const float16> x, std::span<std::uint8_t> packed,
+                                                     conversion c = {}, const bulk_options& o = {}) noexcept {
+  return detail::encode_fp4_packed_impl(x, packed, c, o);
+}
+
+// --- decode --------------------------------------------------------------------------------------
+
+template <class T>
+[[nodiscard]] kernel_status decode(std::span<const code_t<T>> codes, std::span<float> out,
+                                   const bulk_options& o = {}) noexcept {
+  if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(out.data(), out.size()))
+    return kernel_status::null_pointer;
+  if (out.size() != codes.size()) return kernel_status::size_mismatch;
+  MINIFLOAT_KERNELS_DISPATCH(o.path, reference::decode<T>(codes.data(), codes.size(), out.data()),
+                             x86_avx2::decode<T>(codes.data(), codes.size(), out.data()))
+  return kernel_status::ok;
+}
+
+/// `packed` holds (out.size() + 1) / 2 bytes of FP4 nibble pairs.
+[[nodiscard]] inline kernel_status decode_fp4_packed(std::span<const std::uint8_t> packed, std::span<float> out,
+                                                     const bulk_options& o = {}) noexcept {
+  if (detail::bad_span(packed.data(), packed.size()) || detail::bad_span(out.data(), out.size()))
+    return kernel_status::null_pointer;
+  if (packed.size() != (out.size() + 1) / 2) return kernel_status::size_mismatch;
+  MINIFLOAT_KERNELS_DISPATCH(o.path, reference::decode_fp4_packed(packed.data(), out.size(), out.data()),
+                             x86_avx2::decode_fp4_packed(packed.data(), out.size(), out.data()))
+  return kernel_status::ok;
+}
+
+// --- scaled --------------------------------------------------------------------------------------
+
+/// codes[i] = encode<T>(x[i] / scale, c) with the division in float32, and amax = max |x[i]| over
+/// the finite x[i] (0 if none), in one pass. The default conversion saturates, as quantize() does.
+template <class T>
+[[nodiscard]] kernel_status quantize_scaled(std::span<const float> x, std::span<code_t<T>> codes, float scale,
+                                            float& amax, conversion c = saturating,
+                                            const bulk_options& o = {}) noexcept {
+  return detail::quantize_scaled_impl<T>(x, codes, scale, amax, c, o);
+}
+template <class T>
+[[nodiscard]] kernel_status quantize_scaled(std::span<const bfloat16> x, std::span<code_t<T>> codes, float scale,
+                                            float& amax, conversion c = saturating,
+                                            const bulk_options& o = {}) noexcept {
+  return detail::quantize_scaled_impl<T>(x, codes, scale, amax, c, o);
+}
+template <class T>
+[[nodiscard]] kernel_status quantize_scaled(std::span<const float16> x, std::span<code_t<T>> codes, float scale,
+                                            float& amax, conversion c = saturating,
+                                            const bulk_options& o = {}) noexcept {
+  return detail::quantize_scaled_impl<T>(x, codes, scale, amax, c, o);
+}
+
+[[nodiscard]] inline kernel_status quantize_scaled_fp4_packed(std::span<const float> x, std::span<std::uint8_t> packed,
+                                                              float scale, float& amax, conversion c = saturating,
+                                                              const bulk_options& o = {}) noexcept {
+  return detail::quantize_scaled_fp4_packed_impl(x, packed, scale, amax, c, o);
+}
+[[nodiscard]] inline kernel_status quantize_scaled_fp4_packed(std::span<const bfloat16> x,
+                                                              std::span<std::uint8_t> packed, float scale, float& amax,
+                                                              conversion c = saturating,
+                                                              const bulk_options& o = {}) noexcept {
+  return detail::quantize_scaled_fp4_packed_impl(x, packed, scale, amax, c, o);
+}
+[[nodiscard]] inline kernel_status quantize_scaled_fp4_packed(std::span<const float16> x,
+                                                              std::span<std::uint8_t> packed, float scale, float& amax,
+                                                              conversion c = saturating,
+                                                              const bulk_options& o = {}) noexcept {
+  return detail::quantize_scaled_fp4_packed_impl(x, packed, scale, amax, c, o);
+}
+
+/// out[i] = float(T::from_bits(codes[i])) * scale (one float32 multiply, like dequantize()).
+template <class T>
+[[nodiscard]] kernel_status dequantize_scaled(std::span<const code_t<T>> codes, std::span<float> out, float scale,
+                                              const bulk_options& o = {}) noexcept {
+  if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(out.data(), out.size()))
+    return kernel_status::null_pointer;
+  if (out.size() != codes.size()) return kernel_status::size_mismatch;
+  MINIFLOAT_KERNELS_DISPATCH(o.path, reference::decode_scaled<T>(codes.data(), codes.size(), out.data(), scale),
+                             x86_avx2::decode_scaled<T>(codes.data(), codes.size(), out.data(), scale))
+  return kernel_status::ok;
+}
+
+[[nodiscard]] inline kernel_status dequantize_scaled_fp4_packed(std::span<const std::uint8_t> packed,
+                                                                std::span<float> out, float scale,
+                                                                const bulk_options& o = {}) noexcept {
+  if (detail::bad_span(packed.data(), packed.size()) || detail::bad_span(out.data(), out.size()))
+    return kernel_status::null_pointer;
+  if (packed.size() != (out.size() + 1) / 2) return kernel_status::size_mismatch;
+  MINIFLOAT_KERNELS_DISPATCH(o.path,
+                             reference::decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale),
+                             x86_avx2::decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale))
+  return kernel_status::ok;
+}
+
+/// max |x[i]| over the finite x[i] (NaN and +-Inf skipped), 0 for none: quant/scales.hpp's
+/// finite_amax.
+[[nodiscard]] inline kernel_status finite_amax(std::span<const float> x, float& amax, const bulk_options& o = {}) noexcept {
+  return detail::finite_amax_impl(x, amax, o);
+}
+[[nodiscard]] inline kernel_status finite_amax(std::span<const bfloat16> x, float& amax,
+                                               const bulk_options& o = {}) noexcept {
+  return detail::finite_amax_impl(x, amax, o);
+}
+[[nodiscard]] inline kernel_status finite_amax(std::span<const float16> x, float& amax,
+                                               const bulk_options& o = {}) noexcept {
+  return detail::finite_amax_impl(x, amax, o);
+}
+
+// --- FP4 nibbles ---------------------------------------------------------------------------------
+
+/// codes.size() 4-bit codes (high bits ignored) -> (codes.size() + 1) / 2 bytes.
+[[nodiscard]] inline kernel_status pack_nibbles(std::span<const std::uint8_t> codes, std::span<std::uint8_t> packed,
+                                                const bulk_options& o = {}) noexcept {
+  if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(packed.data(), packed.size()))
+    return kernel_status::null_pointer;
+  if (packed.size() != (codes.size() + 1) / 2) return kernel_status::size_mismatch;
+  MINIFLOAT_KERNELS_DISPATCH(o.path, reference::pack_nibbles(codes.data(), codes.size(), packed.data()),
+                             x86_avx2::pack_nibbles(codes.data(), codes.size(), packed.data()))
+  return kernel_status::ok;
+}
+
+/// (codes.size() + 1) / 2 bytes -> codes.size() codes, one per byte.
+[[nodiscard]] inline kernel_status unpack_nibbles(std::span<const std::uint8_t> packed, std::span<std::uint8_t> codes,
+                                                  const bulk_options& o = {}) noexcept {
+  if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(packed.data(), packed.size()))
+    return kernel_status::null_pointer;
+  if (packed.size() != (codes.size() + 1) / 2) return kernel_status::size_mismatch;
+  MINIFLOAT_KERNELS_DISPATCH(o.path, reference::unpack_nibbles(packed.data(), codes.size(), codes.data()),
+                             x86_avx2::unpack_nibbles(packed.data(), codes.size(), codes.data()))
+  return kernel_status::ok;
+}
+
+}  // namespace minifloat::kernels

@@ -1,0 +1,103 @@
+#pragma once
+// Types shared by every bulk kernel and every ISA path: the ISA names, the status a kernel
+// returns instead of throwing, and the per-call options.
+//
+// Error handling: every kernel in kernels/ is noexcept and reports a bad call through
+// kernel_status (null data with a non-zero length, spans whose sizes do not fit together, an
+// ISA that is not available). check() turns a status into the library's typed exceptions for
+// callers that prefer throwing. Valid calls always return kernel_status::ok.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+#include "../errors.hpp"
+#include "../policy.hpp"
+
+namespace minifloat::kernels {
+
+/// An instruction-set path. `automatic` is the best one this process can run: the static path
+/// when the translation unit is compiled with -mavx2 -mfma -mf16c (or -march=... implying them),
+/// otherwise chosen once at run time with __builtin_cpu_supports.
+enum class isa : std::uint8_t {
+  automatic,
+  scalar,  ///< kernels/reference: the scalar twins, the ground truth (always available)
+  avx2,    ///< kernels/x86_avx2: AVX2 + FMA + F16C (x86-64 with GCC or Clang)
+};
+
+constexpr std::string_view to_string(isa i) noexcept {
+  switch (i) {
+    case isa::automatic: return "automatic";
+    case isa::scalar: return "scalar";
+    case isa::avx2: return "avx2";
+  }
+  return "?";
+}
+
+enum class kernel_status : std::uint8_t {
+  ok,
+  null_pointer,     ///< a span with data() == nullptr and a non-zero size
+  size_mismatch,    ///< output and input sizes do not fit together
+  unsupported_isa,  ///< the requested ISA is not compiled in or not supported by this CPU
+  bad_argument,     ///< any other invalid argument (scheme, scale, rounding mode for MX, ...)
+};
+
+constexpr std::string_view to_string(kernel_status s) noexcept {
+  switch (s) {
+    case kernel_status::ok: return "ok";
+    case kernel_status::null_pointer: return "null_pointer";
+    case kernel_status::size_mismatch: return "size_mismatch";
+    case kernel_status::unsupported_isa: return "unsupported_isa";
+    case kernel_status::bad_argument: return "bad_argument";
+  }
+  return "?";
+}
+
+/// Throws for a status other than ok: shape_error for null/size problems, unsupported_error
+/// for an unavailable ISA, std::invalid_argument otherwise. `who` prefixes the message.
+inline void check(kernel_status s, std::string_view who) {
+  if (s == kernel_status::ok) return;
+  const std::string msg = std::string(who) + ": kernel_status::" + std::string(to_string(s));
+  switch (s) {
+    case kernel_status::null_pointer:
+    case kernel_status::size_mismatch: throw shape_error(msg);
+    case kernel_status::unsupported_isa: throw unsupported_error(msg);
+    default: throw std::invalid_argument(msg);
+  }
+}
+
+/// Per-call options of every bulk kernel.
+struct bulk_options {
+  /// Force a path (tests, kernel authors); `automatic` picks the best available one.
+  isa path = isa::automatic;
+  /// rounding::stochastic only: element i of the call uses random_bits(seed, first_index + i)
+  /// (random.hpp), so every ISA path and every thread split gives the same codes.
+  std::uint64_t seed = 0;
+  std::uint64_t first_index = 0;
+};
+
+namespace detail {
+
+/// The rounding a kernel applies to magnitudes, once rounding::nearest is resolved against the
+/// format's own rule. The three directed modes share one kernel (which lanes truncate and which
+/// round away is a per-lane choice made from the sign).
+enum class round_kind : std::uint8_t { nearest_even, nearest_away, directed, stochastic };
+
+constexpr round_kind kind_of(rounding r, rounding format_nearest) noexcept {
+  if (r == rounding::nearest) r = format_nearest;
+  switch (r) {
+    case rounding::nearest_even: return round_kind::nearest_even;
+    case rounding::nearest_away: return round_kind::nearest_away;
+    case rounding::stochastic: return round_kind::stochastic;
+    default: return round_kind::directed;
+  }
+}
+
+template <class T>
+constexpr bool bad_span(const T* p, std::size_t n) noexcept {
+  return p == nullptr && n != 0;
+}
+
+}  // namespace detail
+
+}  // namespace minifloat::kernels

@@ -1,0 +1,148 @@
+#pragma once
+// Splitting one large bulk call over N threads. There is no global pool: each call starts
+// threads - 1 std::threads, runs the first chunk on the calling thread and joins them all before
+// returning. Chunks are contiguous, their boundaries multiples of a grain (64 elements for the
+// codecs, so FP4 chunks start on a byte; 32-row bands for MX along axis 0), and each chunk is an
+// ordinary single-threaded kernel call whose bulk_options::first_index is shifted by the chunk's
+// start, so stochastic rounding gives the same codes for every thread count.
+//
+// The *_parallel wrappers return the kernel_status of the whole call (the first non-ok chunk
+// status, which can only come from an unavailable ISA since sizes are checked up front). They
+// are not noexcept only because starting a thread may throw std::system_error; if it does, the
+// chunk runs on the calling thread instead, so a call always completes.
+#include <algorithm>
+#include <atomic>
+#include <bit>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "bulk.hpp"
+#include "mx.hpp"
+
+namespace minifloat::kernels {
+
+/// Threads a call uses when asked for `threads` (0 = std::thread::hardware_concurrency()).
+[[nodiscard]] inline unsigned thread_count(unsigned threads) noexcept {
+  if (threads != 0) return threads;
+  const unsigned h = std::thread::hardware_concurrency();
+  return h == 0 ? 1U : h;
+}
+
+/// Calls f(begin, end) for contiguous chunks covering [0, n), at most `threads` of them (0 = all
+/// hardware threads), each boundary a multiple of `grain` (>= 1), concurrently; returns when all
+/// are done. f must be safe to call from several threads at once.
+template <class F>
+void parallel_for(std::size_t n, unsigned threads, std::size_t grain, F&& f) {
+  if (n == 0) return;
+  grain = std::max<std::size_t>(grain, 1);
+  const std::size_t units = (n + grain - 1) / grain;
+  const std::size_t chunks = std::min<std::size_t>(thread_count(threads), units);
+  const auto bound = [&](std::size_t k) { return std::min(n, (units * k / chunks) * grain); };
+  std::vector<std::thread> pool;
+  pool.reserve(chunks - 1);
+  for (std::size_t k = 1; k < chunks; ++k) {
+    try {
+      pool.emplace_back([&f, b = bound(k), e = bound(k + 1)] { f(b, e); });
+    } catch (const std::system_error&) {
+      f(bound(k), bound(k + 1));
+    }
+  }
+  f(bound(0), bound(1));
+  for (auto& t : pool) t.join();
+}
+
+namespace detail {
+
+inline constexpr std::size_t codec_grain = 64;
+
+/// Runs `call(begin, end, options)` over chunks; returns the first non-ok status.
+template <class Call>
+kernel_status run_chunks(std::size_t n, unsigned threads, std::size_t grain, const bulk_options& o, Call&& call) {
+  std::atomic<int> status{static_cast<int>(kernel_status::ok)};
+  parallel_for(n, threads, grain, [&](std::size_t b, std::size_t e) {
+    bulk_options oc = o;
+    oc.first_index = o.first_index + b;
+    const kernel_status s = call(b, e, oc);
+    if (s != kernel_status::ok) {
+      int expected = static_cast<int>(kernel_status::ok);
+      status.compare_exchange_strong(expected, static_cast<int>(s));
+    }
+  });
+  return static_cast<kernel_status>(status.load());
+}
+
+}  // namespace detail
+
+/// encode<T> over `threads` threads (0 = all hardware threads).
+template <class T, bulk_input In>
+kernel_status encode_parallel(std::span<const In> x, std::span<code_t<T>> codes, conversion c, unsigned threads,
+                              const bulk_options& o = {}) {
+  if (detail::bad_span(x.data(), x.size()) || detail::bad_span(codes.data(), codes.size()))
+    return kernel_status::null_pointer;
+  if (codes.size() != x.size()) return kernel_status::size_mismatch;
+  return detail::run_chunks(x.size(), threads, detail::codec_grain, o, [&](std::size_t b, std::size_t e, const bulk_options& oc) {
+    return encode<T>(x.subspan(b, e - b), codes.subspan(b, e - b), c, oc);
+  });
+}
+
+/// decode<T> over `threads` threads.
+template <class T>
+kernel_status decode_parallel(std::span<const code_t<T>> codes, std::span<float> out, unsigned threads,
+                              const bulk_options& o = {}) {
+  if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(out.data(), out.size()))
+    return kernel_status::null_pointer;
+  if (codes.size() != out.size()) return kernel_status::size_mismatch;
+  return detail::run_chunks(codes.size(), threads, detail::codec_grain, o, [&](std::size_t b, std::size_t e, const bulk_options& oc) {
+    return decode<T>(codes.subspan(b, e - b), out.subspan(b, e - b), oc);
+  });
+}
+
+/// quantize_scaled<T> over `threads` threads; amax is the max over all chunks.
+template <class T, bulk_input In>
+kernel_status quantize_scaled_parallel(std::span<const In> x, std::span<code_t<T>> codes, float scale, float& amax,
+                                       conversion c, unsigned threads, const bulk_options& o = {}) {
+  if (detail::bad_span(x.data(), x.size()) || detail::bad_span(codes.data(), codes.size()))
+    return kernel_status::null_pointer;
+  if (codes.size() != x.size()) return kernel_status::size_mismatch;
+  std::atomic<std::uint32_t> m{0};
+  const kernel_status s =
+      detail::run_chunks(x.size(), threads, detail::codec_grain, o, [&](std::size_t b, std::size_t e, const bulk_options& oc) {
+        float a = 0.0f;
+        const kernel_status st = quantize_scaled<T>(x.subspan(b, e - b), codes.subspan(b, e - b), scale, a, c, oc);
+        // |x| bit patterns of finite values order like the values.
+        std::uint32_t cur = m.load();
+        const std::uint32_t mine = std::bit_cast<std::uint32_t>(a);
+        while (cur < mine && !m.compare_exchange_weak(cur, mine)) {
+        }
+        return st;
+      });
+  if (s == kernel_status::ok) amax = std::bit_cast<float>(m.load());
+  return s;
+}
+
+/// mx_quantize_into over `threads` threads: axis 1 splits rows, axis 0 splits 32-row bands.
+template <mx_element Elem, bulk_input In>
+kernel_status mx_quantize_into_parallel(std::span<const In> x, mx_tensor_mutable_view<Elem> out, unsigned threads,
+                                        const bulk_options& o = {}) {
+  if (detail::bad_span(x.data(), x.size())) return kernel_status::null_pointer;
+  const std::size_t rows = out.rows(), cols = out.cols();
+  if (x.size() != rows * cols) return kernel_status::size_mismatch;
+  const std::size_t row_bytes = out.row_bytes(), scale_cols = out.scale_cols();
+  const std::size_t grain = out.axis() == 1 ? 1 : mx_block_size;
+  return detail::run_chunks(rows, threads, grain, o, [&](std::size_t b, std::size_t e, const bulk_options& oc) {
+    const std::size_t scale_row0 = out.axis() == 1 ? b : b / mx_block_size;
+    const std::size_t scale_rows = out.axis() == 1 ? e - b : (e - b + mx_block_size - 1) / mx_block_size;
+    const mx_tensor_mutable_view<Elem> part(e - b, cols, out.axis(), out.rule(),
+                                            out.codes().subspan(b * row_bytes, (e - b) * row_bytes),
+                                            out.scales().subspan(scale_row0 * scale_cols, scale_rows * scale_cols));
+    bulk_options po = oc;
+    po.first_index = o.first_index;  // MX rounding is deterministic; keep the caller's value
+    return mx_quantize_into<Elem>(x.subspan(b * cols, (e - b) * cols), part, po);
+  });
+}
+
+}  // namespace minifloat::kernels
