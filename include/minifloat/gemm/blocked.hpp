@@ -14,9 +14,14 @@
 //   C = fma(C, sA * sB, bias). K-block mode: C starts at bias, each block adds fma(p, sA*sB, C).
 // Scales ride along with the packed panels ([block][6] for A, [block][16] for B).
 //
-// GEMV path (M <= gemv_max_m, default 8): A is packed once; for each 16-column panel of B and
-// each kc chunk, the panel is decoded into an L1 buffer and consumed at once by the micro-kernel
-// for the M rows. B's codes are read exactly once, sequentially per stored row.
+// GEMV path (M <= gemv_max_m, default 8): B's codes are read exactly once, streamed.
+//   B stored (N, K), AVX2 (K-block L a multiple of 32, or one block): gemv_nk_avx2 -- 32 rows of
+//   B per pass, 64 bytes of each staged, 8 x 8 byte transposes, decoded straight into k-columns
+//   of 8 outputs, four interleaved fma chains per A row (kernels.hpp).
+//   Otherwise: A is packed once; for each 16-column panel of B and each gemv_kc chunk, the panel
+//   is decoded into a small buffer and consumed at once by the micro-kernel for the M rows.
+// Threads split N (GEMV) or the larger of M and N (blocked); every output is computed by one
+// thread in the same order, so results do not depend on the thread count.
 #include <algorithm>
 #include <cstddef>
 #include <cstdlib>

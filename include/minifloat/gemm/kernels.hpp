@@ -1,22 +1,26 @@
 #pragma once
-// The fast path's two building blocks, each as a scalar twin and an AVX2/FMA version that is
-// bit-identical to it:
+// The fast path's building blocks, each AVX2 routine bit-identical to its scalar twin:
 //   decode_run   n consecutive codes of one stored row -> n floats (exact element values)
 //   micro-kernel an R x 16 tile (R <= 6) of the fp32_blocks order (reference.hpp):
 //                single-block mode  C (+)= sum_k a_k * b_k       (the scale comes later)
 //                K-block mode       per block j: p = sum_k a_k * b_k; C = fma(p, sa_j * sb_j, C)
 //                Sums run k ascending with one fma per k (products are exact), like the reference.
+//   pack_rows_avx2  decode 8 rows, 8 x 8 float transposes into [k][P] panels
+//   gemv_nk_avx2    GEMV for B stored (N, K): byte transposes, decode, 4 fma chains of 8 outputs
 // AVX2 code is compiled through [[gnu::target]] (no -mavx2 needed) and chosen at run time with
-// __builtin_cpu_supports (kernels::cpu_has_avx2_fma); MINIFLOAT_GEMM_NO_AVX2 disables it.
+// __builtin_cpu_supports (cpu_has_avx2_fma); MINIFLOAT_GEMM_NO_AVX2 disables it.
 //
-// AVX2 decoders (8 elements at a time):
+// AVX2 decoders:
 //   float8_e5m2   code << 8 is the binary16 with the same value: vcvtph2ps (F16C).
 //   float8_e4m3fn (code & 0x7F) << 7 | sign << 8 is binary16 with value 2^-8 * x (the E4M3 exponent
 //                 field lands in the low 4 bits of binary16's, bias 7 vs 15; subnormals map to
-//                 subnormals), then * 2^8 (exact); magnitude 0x7F (NaN) is forced to NaN.
+//                 subnormals), then * 2^8 (exact; the GEMV folds it into A instead); magnitude
+//                 0x7F (NaN) is forced to NaN.
 //   float4_e2m1fn 4 bytes broadcast, vpsrlvd by 0,4,..,28 gives the 8 nibbles in element order
 //                 (element 2i = low nibble of byte i); vpermps on the 8 magnitudes, sign by xor.
-//   others        (hifloat8, float6_*) vpgatherdd from the 256-entry decode table.
+//   hifloat8, float6_*  32 codes at a time through a 128-entry vpshufb table to bfloat16
+//                 (lut128: 8 sub-tables combined by XOR telescoping), vpgatherdd from the
+//                 256-entry decode table for a tail of 8, scalar below that.
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
