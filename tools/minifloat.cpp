@@ -41,6 +41,8 @@ commands:
                                   defaults: mx floor; hifloat8 pow2; others max
       [--target T | --n-guard N]  pow2: amax lands in [2^T, 2^(T+1)); T = 15 - N (default T=4)
       [--round MODE]              element rounding (default: the format's nearest)
+      [--seed N]                  random stream for --round stochastic (element (r,c) draws
+                                  random_bits(N, r * cols + c))
       [--codes CODES.npy]         also write the codes (uint8; FP4 packed two per byte along the
                                   last axis, element 2i in the low nibble; uint16 for 16-bit)
       [--scales SCALES.npy]       also write the scales: float32 grid, or uint8 E8M0 codes for mx

@@ -28,6 +28,7 @@ inline constexpr bool kFull = false;
 inline std::vector<k::isa> paths() {
   std::vector<k::isa> p;
   if (k::isa_available(k::isa::avx2)) p.push_back(k::isa::avx2);
+  if (k::isa_available(k::isa::neon)) p.push_back(k::isa::neon);
   p.push_back(k::isa::scalar);
   return p;
 }

@@ -44,7 +44,7 @@ double sqnr_db(std::span<const float> x, std::span<const float> y) {
 
 int cmd_quantize(const argv_t& argv) {
   args a(argv, {"format", "granularity", "block", "axis", "scale-rule", "target", "n-guard", "round", "codes", "scales",
-          "flatten"},
+          "flatten", "seed"},
          {"quiet"});
   constexpr auto usage =
       "minifloat quantize IN.npy OUT.npy --format F --granularity tensor|channel|token|block|mx [--block RxC] "
@@ -83,7 +83,10 @@ int cmd_quantize(const argv_t& argv) {
   if ((a.get("target") || a.get("n-guard")) && s.rule != scale_rule::pow2)
     throw usage_error("--target/--n-guard apply to --scale-rule pow2 only");
   s.round = parse_round_option(a);
-  if (s.round == rounding::stochastic) throw usage_error("quantize does not take --round stochastic; use encode --seed");
+  if (auto seed = a.get("seed")) {
+    if (s.round != rounding::stochastic) throw usage_error("--seed is only used with --round stochastic");
+    s.seed = parse_integer<std::uint64_t>(*seed, "--seed");
+  }
   try {
     s.validate();
   } catch (const std::invalid_argument& e) {

@@ -21,9 +21,16 @@
 // (FP4 packed: (n + 1) / 2 bytes), unsupported_isa for a forced path the CPU lacks. Outputs are
 // untouched unless the status is ok. kernels::check(status, "who") throws instead.
 //
-// Floating-point environment: encode/decode use integer arithmetic only. The scaled functions
-// divide (or multiply) in float32 exactly as the scalar reference does, so they agree under any
-// MXCSR rounding mode; with FTZ/DAZ set (-ffast-math) subnormal quotients may differ.
+// ISA paths (dispatch.hpp): kernels::reference (scalar, the ground truth), kernels::x86_avx2
+// (AVX2 + FMA + F16C; chosen at run time, or statically with -mavx2 -mfma -mf16c) and
+// kernels::arm_neon (AArch64, static). bulk_options::path forces one.
+//
+// Floating-point environment: encode/decode use integer arithmetic only, so they do not depend
+// on the rounding mode or FTZ/DAZ. The scaled functions divide (or multiply by an exact
+// reciprocal) in float32 exactly as the scalar reference does, so they agree under any rounding
+// mode. Under DAZ (-ffast-math on x86) the scalar reference itself changes: widening a float32
+// subnormal to double reads it as zero, while the kernels encode its bits, so the paths can
+// differ on subnormal inputs there. In the default environment every path is bit-identical.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -39,6 +46,9 @@
 #if MINIFLOAT_KERNELS_X86
 #include "x86_avx2/codec.hpp"
 #endif
+#if MINIFLOAT_KERNELS_NEON
+#include "arm_neon/codec.hpp"
+#endif
 
 namespace minifloat::kernels {
 
@@ -50,19 +60,28 @@ concept bulk_input = std::same_as<T, float> || std::same_as<T, bfloat16> || std:
 template <class T>
 using code_t = typename T::storage_type;
 
-/// Runs `scalar()` or `avx2()` for the path `o.path` resolves to.
+/// The SIMD kernel namespace compiled for this target (same functions, same signatures).
 #if MINIFLOAT_KERNELS_X86
-#define MINIFLOAT_KERNELS_DISPATCH(path, scalar_call, avx2_call)        \
-  switch (::minifloat::kernels::detail::resolve(path)) {                \
-    case ::minifloat::kernels::isa::scalar: scalar_call; break;         \
-    case ::minifloat::kernels::isa::avx2: avx2_call; break;             \
-    default: return ::minifloat::kernels::kernel_status::unsupported_isa; \
+namespace simd_ns = x86_avx2;
+#elif MINIFLOAT_KERNELS_NEON
+namespace simd_ns = arm_neon;
+#endif
+
+/// Runs scalar_call (kernels::reference) or simd_call (kernels::simd_ns) for the path `path`
+/// resolves to, or returns unsupported_isa. Without a SIMD namespace simd_call is dropped unparsed.
+#if MINIFLOAT_KERNELS_X86 || MINIFLOAT_KERNELS_NEON
+#define MINIFLOAT_KERNELS_DISPATCH(path, scalar_call, simd_call)            \
+  switch (::minifloat::kernels::detail::resolve(path)) {                     \
+    case ::minifloat::kernels::isa::scalar: scalar_call; break;              \
+    case ::minifloat::kernels::isa::avx2:                                    \
+    case ::minifloat::kernels::isa::neon: simd_call; break;                  \
+    default: return ::minifloat::kernels::kernel_status::unsupported_isa;   \
   }
 #else
-#define MINIFLOAT_KERNELS_DISPATCH(path, scalar_call, avx2_call)        \
-  switch (::minifloat::kernels::detail::resolve(path)) {                \
-    case ::minifloat::kernels::isa::scalar: scalar_call; break;         \
-    default: return ::minifloat::kernels::kernel_status::unsupported_isa; \
+#define MINIFLOAT_KERNELS_DISPATCH(path, scalar_call, simd_call)            \
+  switch (::minifloat::kernels::detail::resolve(path)) {                     \
+    case ::minifloat::kernels::isa::scalar: scalar_call; break;              \
+    default: return ::minifloat::kernels::kernel_status::unsupported_isa;   \
   }
 #endif
 
@@ -74,7 +93,7 @@ kernel_status encode_impl(std::span<const In> x, std::span<code_t<T>> out, conve
   if (out.size() != x.size()) return kernel_status::size_mismatch;
   MINIFLOAT_KERNELS_DISPATCH(o.path,
                              reference::encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index),
-                             x86_avx2::encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index))
+                             simd_ns::encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index))
   return kernel_status::ok;
 }
 
@@ -85,7 +104,7 @@ kernel_status encode_fp4_packed_impl(std::span<const In> x, std::span<std::uint8
   if (packed.size() != (x.size() + 1) / 2) return kernel_status::size_mismatch;
   MINIFLOAT_KERNELS_DISPATCH(o.path,
                              reference::encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index),
-                             x86_avx2::encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index))
+                             simd_ns::encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index))
   return kernel_status::ok;
 }
 
@@ -96,7 +115,7 @@ kernel_status quantize_scaled_impl(std::span<const In> x, std::span<code_t<T>> o
   if (out.size() != x.size()) return kernel_status::size_mismatch;
   MINIFLOAT_KERNELS_DISPATCH(
       o.path, amax = reference::encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index),
-      amax = x86_avx2::encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index))
+      amax = simd_ns::encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index))
   return kernel_status::ok;
 }
 
@@ -108,7 +127,7 @@ kernel_status quantize_scaled_fp4_packed_impl(std::span<const In> x, std::span<s
   MINIFLOAT_KERNELS_DISPATCH(
       o.path,
       amax = reference::encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index),
-      amax = x86_avx2::encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index))
+      amax = simd_ns::encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index))
   return kernel_status::ok;
 }
 
@@ -116,7 +135,7 @@ template <class In>
 kernel_status finite_amax_impl(std::span<const In> x, float& amax, const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size())) return kernel_status::null_pointer;
   MINIFLOAT_KERNELS_DISPATCH(o.path, amax = reference::finite_amax(x.data(), x.size()),
-                             amax = x86_avx2::finite_amax(x.data(), x.size()))
+                             amax = simd_ns::finite_amax(x.data(), x.size()))
   return kernel_status::ok;
 }
 
@@ -163,7 +182,7 @@ template <class T>
     return kernel_status::null_pointer;
   if (out.size() != codes.size()) return kernel_status::size_mismatch;
   MINIFLOAT_KERNELS_DISPATCH(o.path, reference::decode<T>(codes.data(), codes.size(), out.data()),
-                             x86_avx2::decode<T>(codes.data(), codes.size(), out.data()))
+                             simd_ns::decode<T>(codes.data(), codes.size(), out.data()))
   return kernel_status::ok;
 }
 
@@ -174,7 +193,7 @@ template <class T>
     return kernel_status::null_pointer;
   if (packed.size() != (out.size() + 1) / 2) return kernel_status::size_mismatch;
   MINIFLOAT_KERNELS_DISPATCH(o.path, reference::decode_fp4_packed(packed.data(), out.size(), out.data()),
-                             x86_avx2::decode_fp4_packed(packed.data(), out.size(), out.data()))
+                             simd_ns::decode_fp4_packed(packed.data(), out.size(), out.data()))
   return kernel_status::ok;
 }
 
@@ -227,7 +246,7 @@ template <class T>
     return kernel_status::null_pointer;
   if (out.size() != codes.size()) return kernel_status::size_mismatch;
   MINIFLOAT_KERNELS_DISPATCH(o.path, reference::decode_scaled<T>(codes.data(), codes.size(), out.data(), scale),
-                             x86_avx2::decode_scaled<T>(codes.data(), codes.size(), out.data(), scale))
+                             simd_ns::decode_scaled<T>(codes.data(), codes.size(), out.data(), scale))
   return kernel_status::ok;
 }
 
@@ -239,7 +258,7 @@ template <class T>
   if (packed.size() != (out.size() + 1) / 2) return kernel_status::size_mismatch;
   MINIFLOAT_KERNELS_DISPATCH(o.path,
                              reference::decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale),
-                             x86_avx2::decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale))
+                             simd_ns::decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale))
   return kernel_status::ok;
 }
 
@@ -266,7 +285,7 @@ template <class T>
     return kernel_status::null_pointer;
   if (packed.size() != (codes.size() + 1) / 2) return kernel_status::size_mismatch;
   MINIFLOAT_KERNELS_DISPATCH(o.path, reference::pack_nibbles(codes.data(), codes.size(), packed.data()),
-                             x86_avx2::pack_nibbles(codes.data(), codes.size(), packed.data()))
+                             simd_ns::pack_nibbles(codes.data(), codes.size(), packed.data()))
   return kernel_status::ok;
 }
 
@@ -277,7 +296,7 @@ template <class T>
     return kernel_status::null_pointer;
   if (packed.size() != (codes.size() + 1) / 2) return kernel_status::size_mismatch;
   MINIFLOAT_KERNELS_DISPATCH(o.path, reference::unpack_nibbles(packed.data(), codes.size(), codes.data()),
-                             x86_avx2::unpack_nibbles(packed.data(), codes.size(), codes.data()))
+                             simd_ns::unpack_nibbles(packed.data(), codes.size(), codes.data()))
   return kernel_status::ok;
 }
 

@@ -23,6 +23,7 @@ enum class isa : std::uint8_t {
   automatic,
   scalar,  ///< kernels/reference: the scalar twins, the ground truth (always available)
   avx2,    ///< kernels/x86_avx2: AVX2 + FMA + F16C (x86-64 with GCC or Clang)
+  neon,    ///< kernels/arm_neon: AArch64 Advanced SIMD (always present on AArch64)
 };
 
 constexpr std::string_view to_string(isa i) noexcept {
@@ -30,6 +31,7 @@ constexpr std::string_view to_string(isa i) noexcept {
     case isa::automatic: return "automatic";
     case isa::scalar: return "scalar";
     case isa::avx2: return "avx2";
+    case isa::neon: return "neon";
   }
   return "?";
 }

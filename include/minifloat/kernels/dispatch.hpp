@@ -8,8 +8,10 @@
 //                 the headers, as functions marked [[gnu::target("avx2,fma,f16c")]]; the CPU is
 //                 queried once per process (__builtin_cpu_supports, cpuid for F16C under Clang)
 //                 and the answer is cached in a function-local static.
+//   AArch64       kernels/arm_neon: NEON is part of the baseline ISA, so isa::automatic is the
+//                 NEON path, statically (GCC or Clang with __ARM_NEON).
 //   scalar        kernels/reference, always available, the ground truth every path is tested
-//                 against. Other architectures (and MSVC) get only this one for now.
+//                 against. Other architectures (and MSVC) get only this one.
 // bulk_options::path forces a path per call; asking for one the CPU lacks gives
 // kernel_status::unsupported_isa rather than an illegal instruction.
 //
@@ -25,6 +27,12 @@
 #include <cpuid.h>
 #else
 #define MINIFLOAT_KERNELS_X86 0
+#endif
+
+#if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__))
+#define MINIFLOAT_KERNELS_NEON 1
+#else
+#define MINIFLOAT_KERNELS_NEON 0
 #endif
 
 #if MINIFLOAT_KERNELS_X86 && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
@@ -63,6 +71,7 @@ inline bool cpu_has_avx2_fma_f16c() noexcept {
       static const bool has = detail::cpu_has_avx2_fma_f16c();
       return has;
     }
+    case isa::neon: return MINIFLOAT_KERNELS_NEON != 0;
   }
   return false;
 }
@@ -71,6 +80,8 @@ inline bool cpu_has_avx2_fma_f16c() noexcept {
 [[nodiscard]] inline isa detected_isa() noexcept {
 #if MINIFLOAT_KERNELS_STATIC_AVX2
   return isa::avx2;
+#elif MINIFLOAT_KERNELS_NEON
+  return isa::neon;
 #else
   return isa_available(isa::avx2) ? isa::avx2 : isa::scalar;
 #endif
@@ -78,6 +89,7 @@ inline bool cpu_has_avx2_fma_f16c() noexcept {
 
 /// Every path this process can run, best first (for tests: run each kernel on each of these).
 [[nodiscard]] inline std::string_view available_isas_string() noexcept {
+  if (isa_available(isa::neon)) return "neon scalar";
   return isa_available(isa::avx2) ? "avx2 scalar" : "scalar";
 }
 

@@ -8,6 +8,7 @@
 //   mx_dequantize(view, out, options)        out: rows * cols floats, float(P) * X
 //
 // noexcept, kernel_status as in bulk.hpp (the views were validated when they were made).
+// ISA paths: AVX2 (x86_avx2/mx.hpp); on AArch64 the NEON path runs the scalar twins for MX.
 // Dequantized NaN payloads: an element that is itself NaN (E4M3/E5M2) under a NaN scale is NaN
 // on every path, but which of the two NaNs the multiply returns is not specified (x86 returns
 // the first operand, and a compiler may commute the scalar multiply).
@@ -22,6 +23,15 @@
 #include "x86_avx2/mx.hpp"
 #endif
 
+namespace minifloat::kernels::detail {
+// MX kernels exist for AVX2; on AArch64 the NEON path runs the scalar twins.
+#if MINIFLOAT_KERNELS_X86
+namespace mx_simd_ns = x86_avx2;
+#elif MINIFLOAT_KERNELS_NEON
+namespace mx_simd_ns = reference;
+#endif
+}  // namespace minifloat::kernels::detail
+
 namespace minifloat::kernels {
 
 namespace detail {
@@ -35,7 +45,7 @@ kernel_status mx_quantize_impl(std::span<const In> x, mx_tensor_mutable_view<Ele
       o.path,
       reference::mx_quantize<Elem>(x.data(), out.rows(), out.cols(), out.axis(), out.rule(), out.codes().data(),
                                    out.scales().data()),
-      x86_avx2::mx_quantize<Elem>(x.data(), out.rows(), out.cols(), out.axis(), out.rule(), out.codes().data(),
+      mx_simd_ns::mx_quantize<Elem>(x.data(), out.rows(), out.cols(), out.axis(), out.rule(), out.codes().data(),
                                   out.scales().data()))
   return kernel_status::ok;
 }
@@ -67,7 +77,7 @@ template <mx_element Elem>
   MINIFLOAT_KERNELS_DISPATCH(
       o.path,
       reference::mx_dequantize<Elem>(q.codes().data(), q.scales().data(), q.rows(), q.cols(), q.axis(), out.data()),
-      x86_avx2::mx_dequantize<Elem>(q.codes().data(), q.scales().data(), q.rows(), q.cols(), q.axis(), out.data()))
+      detail::mx_simd_ns::mx_dequantize<Elem>(q.codes().data(), q.scales().data(), q.rows(), q.cols(), q.axis(), out.data()))
   return kernel_status::ok;
 }
 template <mx_element Elem>

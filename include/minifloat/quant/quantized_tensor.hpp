@@ -23,6 +23,7 @@
 #include "../errors.hpp"
 #include "../format_list.hpp"
 #include "../packed.hpp"
+#include "../random.hpp"
 #include "matrix_view.hpp"
 #include "scales.hpp"
 #include "scheme.hpp"
@@ -170,7 +171,10 @@ void quantize_scaled(matrix_view<const float> x, const quant_scheme& s, std::spa
       scales[bi * gc + bj] = scale;
       for (std::size_t r = r0; r < r1; ++r) {
         auto row = codes.subspan(r * rb, rb);
-        for (std::size_t c = c0; c < c1; ++c) put_code(row, bits, c, narrow<Elem>(x(r, c) / scale, conv).bits());
+        for (std::size_t c = c0; c < c1; ++c) {
+          const std::uint32_t rnd = s.round == rounding::stochastic ? random_bits(s.seed, r * x.cols + c) : 0U;
+          put_code(row, bits, c, narrow<Elem>(x(r, c) / scale, conv, rnd).bits());
+        }
       }
     }
 }

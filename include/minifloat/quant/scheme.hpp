@@ -79,6 +79,9 @@ struct quant_scheme {
   scale_rule rule = scale_rule::max;
   int target = 4;               // pow2: T
   rounding round = rounding::nearest;
+  /// rounding::stochastic only: element (r, c) uses random_bits(seed, r * cols + c) (random.hpp),
+  /// the same stream the bulk kernels draw from, so every path gives the same codes.
+  std::uint64_t seed = 0;
 
   friend bool operator==(const quant_scheme&, const quant_scheme&) = default;
 

@@ -215,3 +215,22 @@ TEST_CASE("bad geometry and unsupported schemes fail clearly", "[quant][scaled][
   const matrix_view<const float> strided(x.data(), 2, 4, 6);
   CHECK(quantize(strided, s).rows() == 2);
 }
+
+TEST_CASE("stochastic rounding in scaled quantization draws the documented stream", "[quant][scaled][stochastic]") {
+  const std::size_t rows = 5, cols = 33;
+  const auto x = random_matrix(rows * cols, 21);
+  auto s = quant_scheme::make(format_id::float8_e4m3fn, granularity::channel);
+  s.round = rounding::stochastic;
+  s.seed = 1234;
+  const auto q = quantize(x, rows, cols, s);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) {
+      const float xs = x[r * cols + c] / q.scales()[r];
+      CHECK(q.code(r, c) == encode<float8_e4m3fn>(xs, {rounding::stochastic, overflow::saturate},
+                                                   random_bits(1234, r * cols + c)));
+    }
+  s.seed = 1235;
+  const auto q2 = quantize(x, rows, cols, s);
+  CHECK(std::vector<std::uint8_t>(q.codes().begin(), q.codes().end()) !=
+        std::vector<std::uint8_t>(q2.codes().begin(), q2.codes().end()));
+}

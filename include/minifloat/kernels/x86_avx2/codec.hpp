@@ -144,8 +144,9 @@ struct random8 {
 };
 
 // ------------------------------------------------------------------------------------------------
-// Rounding: kept = sig / 2^d rounded by kind R (lanes: sig < 2^24; d <= 31 except for
-// stochastic, where any d works because vpsllvd/vpsrlvd give 0 for counts >= 32).
+// Rounding: kept = sig / 2^d rounded by kind R. Lanes: sig < 2^31 and, for d >= 24, sig < 2^25.
+// The nearest and stochastic kinds accept any d (vpsllvd/vpsrlvd give 0 for counts >= 32, which
+// is then the exact answer); the directed kind needs d <= 31 so that ulp - 1 is representable.
 
 struct round_inputs {
   __m256i tie_up;  // nearest_even: 1 where a tie rounds away (the "odd" neighbour is below)

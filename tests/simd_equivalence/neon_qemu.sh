@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Cross-compiles the SIMD equivalence tests for AArch64 (the NEON path, kernels/arm_neon) and runs
+# them under qemu-user. Not part of CI. Needs Debian's g++-aarch64-linux-gnu and qemu-user:
+#   apt-get install -y g++-aarch64-linux-gnu qemu-user
+# Usage: bash tests/simd_equivalence/neon_qemu.sh [build dir, default build/neon-qemu] [-DNDEBUG]
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+out="${1:-$root/build/neon-qemu}"
+extra="${2:-}"
+mkdir -p "$out/include"
+# Catch2 v2 is header-only; expose only its directory (not the host's /usr/include) to the cross compiler.
+ln -sfn /usr/include/catch2 "$out/include/catch2"
+flags=(-std=c++20 -O2 $extra -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Wold-style-cast
+       -Wcast-qual -Wundef -Werror -I"$root/include" -I"$root/tests" -I"$out/include")
+objs=()
+pids=()
+for src in "$root/tests/main.cpp" "$root"/tests/simd_equivalence/*.cpp; do
+  obj="$out/$(basename "$src" .cpp).o"
+  aarch64-linux-gnu-g++ "${flags[@]}" -c "$src" -o "$obj" &
+  objs+=("$obj")
+  pids+=($!)
+  if (( ${#pids[@]} == 2 )); then  # two compilers at a time; a failed compile stops the script
+    for p in "${pids[@]}"; do wait "$p"; done
+    pids=()
+  fi
+done
+for p in "${pids[@]}"; do wait "$p"; done
+aarch64-linux-gnu-g++ "${objs[@]}" -o "$out/simd_equivalence_neon" -lpthread
+qemu-aarch64 -L /usr/aarch64-linux-gnu "$out/simd_equivalence_neon"
