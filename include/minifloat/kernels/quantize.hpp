@@ -6,9 +6,9 @@
 // (bulk finite_amax over its row segments), group_scale<Elem>() (the very same scalar function),
 // then quantize_scaled on each row segment (x / s in float32, saturating, the scheme's rounding).
 //
-// One difference, for rounding::stochastic only: quantize() passes random bits 0 to every
-// element (so it truncates), while these functions draw element (r, c)'s bits from
-// random_bits(options.seed, options.first_index + r * cols + c), like every bulk kernel.
+// For rounding::stochastic, element (r, c) draws random_bits(options.seed, options.first_index +
+// r * cols + c), like every bulk kernel; minifloat::quantize draws random_bits(scheme.seed,
+// r * cols + c), so the two agree when options.seed == scheme.seed and first_index is 0.
 //
 // These are ordinary throwing functions, like the originals (shape_error, unsupported_error,
 // std::invalid_argument for the same conditions, kernel errors through kernels::check).
@@ -132,14 +132,7 @@ void dequantize_scaled_groups(const quantized_tensor_view& q, std::span<float> o
           throw unsupported_error("MX elements are rounded to nearest even (OCP MX 6.3); got rounding " +
                                   std::string(to_string(s.round)));
         std::vector<float> dense;
-        std::span<const float> src;
-        if (x.contiguous()) {
-          src = std::span(x.data, x.size());
-        } else {
-          dense.reserve(x.size());
-          for (std::size_t r = 0; r < x.rows; ++r) dense.insert(dense.end(), x.row(r), x.row(r) + x.cols);
-          src = dense;
-        }
+        const std::span<const float> src = minifloat::detail::contiguous_rows(x, dense);
         mx_tensor<Elem> m(x.rows, x.cols, s.axis, minifloat::detail::to_mx_rule(s.rule));
         check(mx_quantize_into<Elem>(src, m.mutable_view(), o), "kernels::quantize");
         codes.assign(m.codes().begin(), m.codes().end());

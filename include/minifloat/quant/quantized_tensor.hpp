@@ -193,6 +193,16 @@ void dequantize_scaled(const quantized_tensor_view& q, std::span<float> out) {
   }
 }
 
+/// x as one contiguous row-major span: x itself when it already is, else a copy made in `storage`
+/// (MX quantization runs over dense rows).
+inline std::span<const float> contiguous_rows(matrix_view<const float> x, std::vector<float>& storage) {
+  if (x.contiguous()) return std::span(x.data, x.size());
+  storage.clear();
+  storage.reserve(x.size());
+  for (std::size_t r = 0; r < x.rows; ++r) storage.insert(storage.end(), x.row(r), x.row(r) + x.cols);
+  return storage;
+}
+
 inline mx_scale_rule to_mx_rule(scale_rule r) {
   switch (r) {
     case scale_rule::rceil: return mx_scale_rule::rceil;
@@ -220,14 +230,7 @@ inline quantized_tensor quantize(matrix_view<const float> x, const quant_scheme&
           throw unsupported_error("MX elements are rounded to nearest even (OCP MX 6.3); got rounding " +
                                   std::string(to_string(s.round)));
         std::vector<float> dense;
-        std::span<const float> src;
-        if (x.contiguous()) {
-          src = std::span(x.data, x.size());
-        } else {
-          dense.reserve(x.size());
-          for (std::size_t r = 0; r < x.rows; ++r) dense.insert(dense.end(), x.row(r), x.row(r) + x.cols);
-          src = dense;
-        }
+        const std::span<const float> src = detail::contiguous_rows(x, dense);
         auto m = mx_quantize<Elem>(src, x.rows, x.cols, s.axis, detail::to_mx_rule(s.rule));
         q.codes_.assign(m.codes().begin(), m.codes().end());
         q.mx_scales_.assign(m.scales().begin(), m.scales().end());
