@@ -20,6 +20,8 @@
 //   of 8 outputs, four interleaved fma chains per A row (kernels.hpp).
 //   Otherwise: A is packed once; for each 16-column panel of B and each gemv_kc chunk, the panel
 //   is decoded into a small buffer and consumed at once by the micro-kernel for the M rows.
+//   The transposes cost more than the decode: weights used for many GEMVs should be packed once
+//   (packed_weights.hpp, gemv_packed.hpp), which is 3-7x faster and bit-identical.
 // Threads split N (GEMV) or the larger of M and N (blocked); every output is computed by one
 // thread in the same order, so results do not depend on the thread count.
 #include <algorithm>
@@ -46,8 +48,9 @@ enum class gemm_path : std::uint8_t {
 
 /// Which instruction set the fast path uses.
 enum class gemm_isa : std::uint8_t {
-  automatic,  ///< AVX2/FMA/F16C when the CPU has it, else scalar
+  automatic,  ///< the widest the CPU has: AVX-512 VBMI (packed HiF8 GEMV only), AVX2/FMA/F16C, scalar
   scalar,     ///< the portable scalar twins (bit-identical results)
+  avx2,       ///< at most AVX2 (where a path has a wider variant: to test or compare it)
 };
 
 struct gemm_config {
@@ -335,7 +338,7 @@ inline void run_fast(const problem& p, std::span<const float> bias, float* c, st
   if (p.m == 0 || p.n == 0) return;
   context ctx;
   ctx.p = &p;
-  ctx.isa = select_kernels(p.a.format, p.b.format, cfg.isa == gemm_isa::automatic);
+  ctx.isa = select_kernels(p.a.format, p.b.format, cfg.isa != gemm_isa::scalar);
   ctx.single = p.l >= p.k;
   ctx.l = ctx.single ? 0 : p.l;
   const std::size_t kc_target = std::max<std::size_t>(cfg.kc, 1);

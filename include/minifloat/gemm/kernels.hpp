@@ -402,13 +402,14 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void load_lut(const lut128& l, lut_regs& r) no
   }
 }
 
-/// 32 codes (a ymm, in order) -> 4 x 8 floats in order, through the lut128 (see decode32_lut_avx2).
-MINIFLOAT_GEMM_AVX2_TARGET inline void lut_decode32(const lut_regs& l, bool sign7, __m256i raw, __m256* out) noexcept {
-  const __m256i x = _mm256_permute4x64_epi64(raw, 0xD8);
+/// 32 codes -> the high (hi) and low (lo) bytes of their bfloat16 values, byte for byte in the
+/// codes' positions, through the lut128 (see decode32_lut_avx2).
+MINIFLOAT_GEMM_AVX2_TARGET inline void lut_bytes(const lut_regs& l, bool sign7, __m256i x, __m256i& hi,
+                                                 __m256i& lo) noexcept {
   const __m256i c = _mm256_and_si256(x, _mm256_set1_epi8(0x7F));
   const __m256i step = _mm256_set1_epi8(16);
   __m256i idx = _mm256_add_epi8(c, _mm256_set1_epi8(0x70));
-  __m256i hi = _mm256_shuffle_epi8(l.dh[0], idx), lo = _mm256_shuffle_epi8(l.dl[0], idx);
+  hi = _mm256_shuffle_epi8(l.dh[0], idx), lo = _mm256_shuffle_epi8(l.dl[0], idx);
   for (int h = 1; h < 8; ++h) {
     idx = _mm256_sub_epi8(idx, step);
     hi = _mm256_xor_si256(hi, _mm256_shuffle_epi8(l.dh[h], idx));
@@ -421,6 +422,13 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void lut_decode32(const lut_regs& l, bool sign
     hi = _mm256_blendv_epi8(hi, _mm256_set1_epi8(0x7F), is_nan);
     lo = _mm256_blendv_epi8(lo, _mm256_set1_epi8(static_cast<char>(0xC0)), is_nan);
   }
+}
+
+/// 32 codes (a ymm, in order) -> 4 x 8 floats in order, through the lut128 (see decode32_lut_avx2).
+MINIFLOAT_GEMM_AVX2_TARGET inline void lut_decode32(const lut_regs& l, bool sign7, __m256i raw, __m256* out) noexcept {
+  // qwords 0,2 | 1,3: after the in-lane byte unpack below, elements come out in order.
+  __m256i hi, lo;
+  lut_bytes(l, sign7, _mm256_permute4x64_epi64(raw, 0xD8), hi, lo);
   const __m256i w0 = _mm256_unpacklo_epi8(lo, hi), w1 = _mm256_unpackhi_epi8(lo, hi);
   out[0] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_castsi256_si128(w0)), 16));
   out[1] = _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm256_extracti128_si256(w0, 1)), 16));
