@@ -195,14 +195,11 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void packed_tile_scales(const packed_weights& 
     for (int v = 0; v < 8; ++v) sb[v] = _mm256_loadu_ps(w.tile_scales().data() + at + 8 * v);
     return;
   }
+  // mx_scale_value for codes 1..254 (0 and 0xFF make the panel special): the float is e << 23.
   const std::uint8_t* p = w.mx_tile_scales().data() + at;
-  for (int v = 0; v < 8; ++v) {  // mx_scale_value, 8 lanes at a time
-    const __m256i e = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * v)));
-    __m256i x = _mm256_slli_epi32(e, 23);
-    x = _mm256_blendv_epi8(x, _mm256_set1_epi32(0x00400000), _mm256_cmpeq_epi32(e, _mm256_setzero_si256()));
-    x = _mm256_blendv_epi8(x, _mm256_set1_epi32(0x7FC00000), _mm256_cmpeq_epi32(e, _mm256_set1_epi32(0xFF)));
-    sb[v] = _mm256_castsi256_ps(x);
-  }
+  for (int v = 0; v < 8; ++v)
+    sb[v] = _mm256_castsi256_ps(
+        _mm256_slli_epi32(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * v))), 23));
 }
 
 /// One panel, all A rows of the job. buf: 32 x 64 floats (M > 1 only).
@@ -236,7 +233,19 @@ MINIFLOAT_GEMM_AVX2_TARGET void packed_panel_avx2(const packed_job& j, std::size
         packed_decode_part<D>(s, 1, t, f);
         for (int v = 0; v < 4; ++v) p[4 + v] = _mm256_fmadd_ps(av, f[v], p[4 + v]);
       }
-      for (int v = 0; v < 8; ++v) _mm256_store_ps(part_mem[0] + 8 * v, _mm256_mul_ps(p[v], p_unit));
+      if constexpr (packed_p_unit(D) != 1.0f)
+        for (auto& v : p) v = _mm256_mul_ps(v, p_unit);
+      if (j.l == 0) {
+        for (int v = 0; v < 8; ++v) _mm256_store_ps(acc[0] + 8 * v, p[v]);
+        continue;
+      }
+      __m256 sb[8];  // the block step straight from the registers
+      packed_tile_scales(w, q, k0 / w.tile_k(), sb);
+      const __m256 sa = _mm256_set1_ps(j.sa[blk]);
+      for (int v = 0; v < 8; ++v)
+        _mm256_store_ps(acc[0] + 8 * v,
+                        _mm256_fmadd_ps(p[v], _mm256_mul_ps(sa, sb[v]), _mm256_load_ps(acc[0] + 8 * v)));
+      continue;
     } else {
       for (std::size_t m = 0; m < j.m_rows; ++m) std::fill(part_mem[m], part_mem[m] + pr, 0.0f);
       for (std::size_t c0 = k0; c0 < k1; c0 += kchunk) {
@@ -261,7 +270,7 @@ MINIFLOAT_GEMM_AVX2_TARGET void packed_panel_avx2(const packed_job& j, std::size
           for (int v = 0; v < 8; ++v) _mm256_store_ps(part_mem[m] + 8 * v, p[v]);
         }
       }
-      if (packed_p_unit(D) != 1.0f)
+      if constexpr (packed_p_unit(D) != 1.0f)
         for (std::size_t m = 0; m < j.m_rows; ++m)
           for (int v = 0; v < 8; ++v)
             _mm256_store_ps(part_mem[m] + 8 * v, _mm256_mul_ps(_mm256_load_ps(part_mem[m] + 8 * v), p_unit));
@@ -554,6 +563,50 @@ inline void gemm(const quantized_tensor_view& a, const packed_weights& b, std::s
   std::vector<float> c(oa.outer * b.n());
   detail::gemm::run_packed(oa, l, b, bias, c.data(), cfg);
   detail::gemm::to_bf16_rows(c.data(), out);
+}
+
+/// Grouped GEMM (MoE, grouped.hpp) with every expert's weights packed: out rows [r0_g, r0_g +
+/// count_g) = A rows [r0_g, ...) * B_g [+ bias_g]. Bit-identical to grouped_gemm() on the
+/// unpacked tensors. The decode phase of a MoE layer: few tokens per expert, each expert's
+/// weights streamed once.
+inline void grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                         std::span<const packed_weights> b, std::span<const std::span<const float>> bias,
+                         std::span<float> out, const gemm_config& cfg = {}) {
+  using namespace detail::gemm;
+  const operand af = make_operand(a, 'A', gemm_layout::nk);
+  if (group_sizes.size() != b.size())
+    throw shape_error("grouped_gemm: " + std::to_string(group_sizes.size()) + " group sizes but " +
+                      std::to_string(b.size()) + " packed B operands; expected one B per group");
+  if (!bias.empty() && bias.size() != b.size())
+    throw shape_error("grouped_gemm: bias needs one span per group (" + std::to_string(b.size()) + ") or none, got " +
+                      std::to_string(bias.size()));
+  std::size_t total = 0;
+  for (const std::size_t g : group_sizes) total += g;
+  if (total != a.rows)
+    throw shape_error("grouped_gemm: group sizes add up to " + std::to_string(total) + " tokens but A has " +
+                      std::to_string(a.rows) + " rows");
+  const std::size_t n = b.empty() ? 0 : b[0].n();
+  if (out.size() != a.rows * n)
+    throw shape_error("grouped_gemm: output needs " + std::to_string(a.rows) + " x " + std::to_string(n) + " = " +
+                      std::to_string(a.rows * n) + " values, got " + std::to_string(out.size()));
+  std::vector<std::size_t> blocks(b.size());
+  for (std::size_t g = 0; g < b.size(); ++g) {
+    const std::string who = "grouped_gemm: B[" + std::to_string(g) + "]";
+    if (b[g].k() != af.k)
+      throw shape_error(who + " has K = " + std::to_string(b[g].k()) + " but A has K = " + std::to_string(af.k));
+    if (b[g].n() != n)
+      throw shape_error(who + " has N = " + std::to_string(b[g].n()) + " but B[0] has N = " + std::to_string(n) +
+                        "; every expert needs the same N");
+    if (!bias.empty() && !bias[g].empty() && bias[g].size() != n)
+      throw shape_error("grouped_gemm: bias[" + std::to_string(g) + "] needs N = " + std::to_string(n) +
+                        " floats (or none), got " + std::to_string(bias[g].size()));
+    blocks[g] = k_block(af, b[g].tile_shape());
+  }
+  for (std::size_t g = 0, r0 = 0; g < b.size(); r0 += group_sizes[g], ++g) {
+    operand ag = af;
+    ag.outer_offset = r0, ag.outer = group_sizes[g];
+    run_packed(ag, blocks[g], b[g], bias.empty() ? std::span<const float>{} : bias[g], out.data() + r0 * n, cfg);
+  }
 }
 
 }  // namespace minifloat

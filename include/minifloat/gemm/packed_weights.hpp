@@ -28,7 +28,8 @@
 //           row_scales()[n] (padded to whole panels); several tiles (MX, block R x C, C < K):
 //           per panel, tile and panel row: E8M0 bytes (mx_tile_scales) or fp32 (tile_scales),
 //           [panel][tile][64].
-//   special_panel(q): the panel holds a NaN or Inf code; the GEMV runs it with the scalar twin.
+//   special_panel(q): the panel holds a NaN or Inf code, or an E8M0 scale 0x00 (2^-127) or 0xFF
+//           (NaN); the GEMV runs it with the scalar twin (real weights have none).
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -173,7 +174,11 @@ class packed_weights {
       for (std::size_t t = 0; t < tiles; ++t)
         for (std::size_t r = 0; r < panel_rows && q * panel_rows + r < n_; ++r) {
           const std::size_t i = q * panel_rows + r, at = (q * tiles + t) * panel_rows + r;
-          if (mx_) mx_tile_scales_[at] = o.mx_scales[((i + o.outer_offset) / o.tile_outer) * o.stride_outer + t * o.stride_k];
+          if (mx_) {
+            const std::uint8_t e = o.mx_scales[((i + o.outer_offset) / o.tile_outer) * o.stride_outer + t * o.stride_k];
+            mx_tile_scales_[at] = e;
+            if (e == 0 || e == mx_nan_scale_code) special_panels_[q] = true;  // 2^-127 and NaN: not e << 23
+          }
           else tile_scales_[at] = o.scale(i, t * tile_k_);
         }
   }
@@ -220,7 +225,8 @@ class packed_weights {
   [[nodiscard]] std::size_t storage_bytes() const noexcept {
     return codes_.size() + mx_tile_scales_.size() + 4 * (row_scales_.size() + tile_scales_.size());
   }
-  /// True when panel q holds a NaN or Inf code (packed_special): that panel runs the scalar twin.
+  /// True when panel q holds a NaN or Inf code (packed_special) or an E8M0 scale of 0 or NaN:
+  /// that panel runs the scalar twin.
   [[nodiscard]] bool special_panel(std::size_t q) const noexcept { return special_panels_[q]; }
   [[nodiscard]] detail::gemm::packed_decoder decoder() const noexcept { return decoder_; }
 

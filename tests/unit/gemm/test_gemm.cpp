@@ -282,6 +282,10 @@ TEST_CASE("gemm on real weights and activations (PP-OCRv4 SVTR)", "[gemm]") {
       cfg.threads = 2;
       gemm(qa.view(), qb.view(), layout, {}, std::span<float>(fast), cfg);
       gemm_reference(qa.view(), qb.view(), layout, {}, std::span<float>(ref), gemm_accumulation::fp32_blocks);
+      std::vector<float> packed_out(m * n);  // the packed-weights GEMV (gemv_packed.hpp) on the same data
+      gemm(qa.view(), packed_weights(qb.view(), layout), {}, std::span<float>(packed_out), cfg);
+      std::size_t bad_packed = 0;
+      for (std::size_t i = 0; i < m * n; ++i) bad_packed += same_bits(packed_out[i], ref[i]) ? 0U : 1U;
       const auto exact = gemm_reference_exact_double(qa.view(), qb.view(), layout);
       const auto p = detail::gemm::make_problem(qa.view(), qb.view(), layout, {}, m * n);
       std::size_t bad = 0, over = 0;
@@ -293,6 +297,7 @@ TEST_CASE("gemm on real weights and activations (PP-OCRv4 SVTR)", "[gemm]") {
         }
       INFO(r.name << " " << to_string(layout));
       CHECK(bad == 0);
+      CHECK(bad_packed == 0);
       CHECK(over == 0);
     }
   }

@@ -251,3 +251,63 @@ TEST_CASE("packed GEMV rejects operands that do not fit", "[gemm][packed]") {
   const auto a24 = quantize(x, 64, 64, block(format_id::float8_e4m3fn, 1, 24));
   CHECK_THROWS_WITH(gemm(a24.view(), wmx, {}, std::span<float>(out)), Catch::Contains("do not nest"));
 }
+
+TEST_CASE("packed GEMV: E8M0 scales 0x00 (2^-127) and 0xFF (NaN) run the scalar twin", "[gemm][packed]") {
+  const std::size_t m = 1, n = 130, k = 64;
+  const auto a = quantize(values(m * k, 21), m, k, make(format_id::float8_e4m3fn, granularity::mx));
+  for (const format_id f : {format_id::float8_e4m3fn, format_id::float4_e2m1fn}) {
+    auto b = quantize(values(n * k, 22), n, k, make(f, granularity::mx));
+    std::vector<std::uint8_t> scales(b.view().mx_scales.begin(), b.view().mx_scales.end());
+    scales[2 * 3] = 0x00;    // row 3, block 0: 2^-127
+    scales[2 * 70 + 1] = 0xFF;  // row 70, block 1: NaN
+    const std::vector<std::uint8_t> codes(b.view().codes.begin(), b.view().codes.end());
+    b = quantized_tensor::from_parts(b.view().scheme, n, k, codes, {}, scales);
+    const packed_weights w(b.view());
+    CHECK(w.special_panel(0));
+    CHECK(w.special_panel(1));
+    CHECK(!w.special_panel(2));
+    std::vector<float> out(m * n), ref(m * n);
+    gemm(a.view(), w, {}, std::span<float>(out));
+    gemm_reference(a.view(), b.view(), gemm_layout::nk, {}, std::span<float>(ref), gemm_accumulation::fp32_blocks);
+    INFO(to_string(f));
+    CHECK(mismatches(out, ref) == 0);
+    CHECK(std::isnan(out[70]));
+  }
+}
+
+TEST_CASE("grouped GEMM on packed experts equals the grouped fp32_blocks reference", "[gemm][packed]") {
+  const std::size_t k = 96, n = 70;
+  const std::vector<std::size_t> sizes = {3, 0, 1, 9, 2};  // an empty group, groups of 1 to 9 tokens
+  const std::size_t tokens = 15;
+  for (const auto& r : {recipes()[0], recipes()[7], recipes()[10], recipes()[6]}) {
+    const auto a = quantize(values(tokens * k, 31), tokens, k, r.a);
+    std::vector<quantized_tensor> experts;
+    std::vector<quantized_tensor_view> views;
+    std::vector<packed_weights> packed;
+    std::vector<std::vector<float>> biases;
+    std::vector<std::span<const float>> bias_spans;
+    for (std::size_t g = 0; g < sizes.size(); ++g) {
+      experts.push_back(quantize(values(n * k, 40 + static_cast<unsigned>(g)), n, k, r.b));
+      biases.push_back(values(n, 60 + static_cast<unsigned>(g)));
+    }
+    for (std::size_t g = 0; g < sizes.size(); ++g) {
+      views.push_back(experts[g].view());
+      packed.emplace_back(experts[g].view());
+      bias_spans.emplace_back(biases[g]);
+    }
+    std::vector<float> out(tokens * n, -1.0f), ref(tokens * n);
+    grouped_gemm_reference(a.view(), sizes, views, gemm_layout::nk, bias_spans, std::span<float>(ref),
+                           gemm_accumulation::fp32_blocks);
+    for (const unsigned threads : {1U, 2U}) {
+      gemm_config cfg;
+      cfg.threads = threads;
+      grouped_gemm(a.view(), sizes, std::span<const packed_weights>(packed), bias_spans, std::span<float>(out), cfg);
+      INFO(r.name << " threads " << threads);
+      CHECK(mismatches(out, ref) == 0);
+    }
+    const std::vector<std::size_t> wrong = {3, 0, 1, 9, 1};
+    CHECK_THROWS_WITH(grouped_gemm(a.view(), wrong, std::span<const packed_weights>(packed), bias_spans,
+                                   std::span<float>(out)),
+                      Catch::Contains("group sizes add up to 14 tokens but A has 15 rows"));
+  }
+}
