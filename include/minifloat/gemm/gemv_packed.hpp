@@ -42,6 +42,7 @@
 #include <vector>
 
 #include "blocked.hpp"
+#include "grouped.hpp"
 #include "packed_weights.hpp"
 
 namespace minifloat {
@@ -574,17 +575,7 @@ inline void grouped_gemm(const quantized_tensor_view& a, std::span<const std::si
                          std::span<float> out, const gemm_config& cfg = {}) {
   using namespace detail::gemm;
   const operand af = make_operand(a, 'A', gemm_layout::nk);
-  if (group_sizes.size() != b.size())
-    throw shape_error("grouped_gemm: " + std::to_string(group_sizes.size()) + " group sizes but " +
-                      std::to_string(b.size()) + " packed B operands; expected one B per group");
-  if (!bias.empty() && bias.size() != b.size())
-    throw shape_error("grouped_gemm: bias needs one span per group (" + std::to_string(b.size()) + ") or none, got " +
-                      std::to_string(bias.size()));
-  std::size_t total = 0;
-  for (const std::size_t g : group_sizes) total += g;
-  if (total != a.rows)
-    throw shape_error("grouped_gemm: group sizes add up to " + std::to_string(total) + " tokens but A has " +
-                      std::to_string(a.rows) + " rows");
+  check_groups(a, group_sizes, b.size(), bias.size());
   const std::size_t n = b.empty() ? 0 : b[0].n();
   if (out.size() != a.rows * n)
     throw shape_error("grouped_gemm: output needs " + std::to_string(a.rows) + " x " + std::to_string(n) + " = " +

@@ -30,21 +30,28 @@ inline problem group_problem(const operand& a_full, std::size_t r0, std::size_t 
   return p;
 }
 
+/// The checks every grouped GEMM shares: one B (and one bias span, if any) per group, and the
+/// group sizes adding up to A's rows.
+inline void check_groups(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes, std::size_t b_count,
+                         std::size_t bias_count) {
+  if (group_sizes.size() != b_count)
+    throw shape_error("grouped_gemm: " + std::to_string(group_sizes.size()) + " group sizes but " +
+                      std::to_string(b_count) + " B operands; expected one B per group");
+  if (bias_count != 0 && bias_count != b_count)
+    throw shape_error("grouped_gemm: bias needs one span per group (" + std::to_string(b_count) + ") or none, got " +
+                      std::to_string(bias_count));
+  const std::size_t total = std::accumulate(group_sizes.begin(), group_sizes.end(), std::size_t{0});
+  if (total != a.rows)
+    throw shape_error("grouped_gemm: group sizes add up to " + std::to_string(total) + " tokens but A has " +
+                      std::to_string(a.rows) + " rows");
+}
+
 template <class Run>
 void grouped_run(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
                  std::span<const quantized_tensor_view> b, gemm_layout layout,
                  std::span<const std::span<const float>> bias, std::size_t out_size, Run&& run) {
   const operand af = make_operand(a, 'A', gemm_layout::nk);
-  if (group_sizes.size() != b.size())
-    throw shape_error("grouped_gemm: " + std::to_string(group_sizes.size()) + " group sizes but " +
-                      std::to_string(b.size()) + " B operands; expected one B per group");
-  if (!bias.empty() && bias.size() != b.size())
-    throw shape_error("grouped_gemm: bias needs one span per group (" + std::to_string(b.size()) + ") or none, got " +
-                      std::to_string(bias.size()));
-  const std::size_t total = std::accumulate(group_sizes.begin(), group_sizes.end(), std::size_t{0});
-  if (total != a.rows)
-    throw shape_error("grouped_gemm: group sizes add up to " + std::to_string(total) + " tokens but A has " +
-                      std::to_string(a.rows) + " rows");
+  check_groups(a, group_sizes, b.size(), bias.size());
   const std::size_t n = b.empty() ? 0 : make_operand(b[0], 'B', layout).outer;
   if (out_size != a.rows * n)
     throw shape_error("grouped_gemm: output needs " + std::to_string(a.rows) + " x " + std::to_string(n) + " = " +
