@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "../detail/fork_join.hpp"
 #include "kernels.hpp"
 #include "reference.hpp"
 
@@ -297,40 +298,23 @@ inline unsigned thread_count(const gemm_config& cfg) {
 }
 
 /// Splits [0, M) x [0, N) over threads (along N in 16-column units when N allows, else M)
-/// and runs `body(m0, m1, n0, n1)` on each part; the calling thread takes the first.
+/// and runs `body(m0, m1, n0, n1)` on each part; the calling thread takes the first, workers of
+/// the process-wide pool the others (detail/fork_join.hpp).
 template <class Body>
 void parallel_split(std::size_t m, std::size_t n, unsigned threads, bool prefer_n, Body&& body) {
   const std::size_t n_units = (n + nr - 1) / nr, m_units = (m + mr - 1) / mr;
   const bool by_n = prefer_n ? n_units >= threads : n_units >= m_units;
   const std::size_t units = by_n ? n_units : m_units, unit = by_n ? nr : mr, extent = by_n ? n : m;
   const std::size_t parts = std::max<std::size_t>(1, std::min<std::size_t>(threads, units));
-  std::vector<std::thread> pool;
-  pool.reserve(parts - 1);
   const auto range = [&](std::size_t t) {
     const std::size_t u0 = units * t / parts, u1 = units * (t + 1) / parts;
     return std::pair<std::size_t, std::size_t>{std::min(extent, u0 * unit), std::min(extent, u1 * unit)};
   };
-  std::vector<std::exception_ptr> errors(parts);
-  for (std::size_t t = 1; t < parts; ++t)
-    pool.emplace_back([&, t] {
-      try {
-        const auto [a, b] = range(t);
-        if (by_n) body(std::size_t{0}, m, a, b);
-        else body(a, b, std::size_t{0}, n);
-      } catch (...) {
-        errors[t] = std::current_exception();
-      }
-    });
-  try {
-    const auto [a, b] = range(0);
+  minifloat::detail::fork_join(parts, [&](std::size_t t) {
+    const auto [a, b] = range(t);
     if (by_n) body(std::size_t{0}, m, a, b);
     else body(a, b, std::size_t{0}, n);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  });
 }
 
 /// Runs the fast path for a checked problem into fp32 C (M x N, row stride ldc).

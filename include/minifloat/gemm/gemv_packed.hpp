@@ -504,24 +504,7 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
     }
   };
   const std::size_t parts = std::max<std::size_t>(1, std::min<std::size_t>(thread_count(cfg), panels));
-  std::vector<std::thread> pool;
-  std::vector<std::exception_ptr> errors(parts);
-  for (std::size_t t = 1; t < parts; ++t)
-    pool.emplace_back([&, t] {
-      try {
-        work(panels * t / parts, panels * (t + 1) / parts);
-      } catch (...) {
-        errors[t] = std::current_exception();
-      }
-    });
-  try {
-    work(0, panels / parts);
-  } catch (...) {
-    errors[0] = std::current_exception();
-  }
-  for (auto& th : pool) th.join();
-  for (auto& e : errors)
-    if (e) std::rethrow_exception(e);
+  minifloat::detail::fork_join(parts, [&](std::size_t t) { work(panels * t / parts, panels * (t + 1) / parts); });
 
   if (single) {  // epilogue: C = fma(sum, sA * sB, bias)
     std::vector<float> sb_store;

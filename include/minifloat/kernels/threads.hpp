@@ -1,7 +1,7 @@
 #pragma once
-// Splitting one large bulk call over N threads. There is no global pool: each call starts
-// threads - 1 std::threads, runs the first chunk on the calling thread and joins them all before
-// returning. Chunks are contiguous, their boundaries multiples of a grain (64 elements for the
+// Splitting one large bulk call over N threads: the calling thread runs the first chunk and
+// threads - 1 workers of the process-wide pool (detail/fork_join.hpp) the others; the call
+// returns when all are done. Chunks are contiguous, their boundaries multiples of a grain (64 elements for the
 // codecs, so FP4 chunks start on a byte; 32-row bands for MX along axis 0), and each chunk is an
 // ordinary single-threaded kernel call whose bulk_options::first_index is shifted by the chunk's
 // start, so stochastic rounding gives the same codes for every thread count.
@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "../detail/fork_join.hpp"
 #include "bulk.hpp"
 #include "mx.hpp"
 
@@ -42,17 +43,7 @@ void parallel_for(std::size_t n, unsigned threads, std::size_t grain, F&& f) {
   const std::size_t units = (n + grain - 1) / grain;
   const std::size_t chunks = std::min<std::size_t>(thread_count(threads), units);
   const auto bound = [&](std::size_t k) { return std::min(n, (units * k / chunks) * grain); };
-  std::vector<std::thread> pool;
-  pool.reserve(chunks - 1);
-  for (std::size_t k = 1; k < chunks; ++k) {
-    try {
-      pool.emplace_back([&f, b = bound(k), e = bound(k + 1)] { f(b, e); });
-    } catch (const std::system_error&) {
-      f(bound(k), bound(k + 1));
-    }
-  }
-  f(bound(0), bound(1));
-  for (auto& t : pool) t.join();
+  minifloat::detail::fork_join(chunks, [&](std::size_t k) { f(bound(k), bound(k + 1)); });
 }
 
 namespace detail {
