@@ -2,6 +2,8 @@
 # Full local/CI check (what .ci/run calls):
 #   1. asan-ubsan preset (Debug, ASan+UBSan): build, ctest without the exhaustive label
 #   2. release preset (-O3): build, ctest everything (unit, exhaustive, cli, examples, install)
+#   3. fuzz preset (clang, libFuzzer + ASan + UBSan): the .npy and .safetensors readers, 10^6
+#      inputs each from the seeds in fuzz/corpus/
 # Every step runs even after a failure; the script exits non-zero if any step failed.
 # The last line is the summed ctest result, "ctest: N passed, N failed".
 set -uo pipefail
@@ -10,7 +12,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 JOBS="${JOBS:-2}"
 LOG_DIR="build/logs"
 
-bash scripts/install-deps.sh || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
+bash scripts/install-deps.sh --fuzz || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
 mkdir -p "$LOG_DIR"
 
 failed_steps=()
@@ -64,6 +66,7 @@ preset_run() {
 
 preset_run asan-ubsan
 preset_run release
+preset_run fuzz
 
 echo
 echo "=== summary"
