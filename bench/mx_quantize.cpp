@@ -13,6 +13,8 @@
 
 #include <minifloat/block/mx_tensor.hpp>
 
+#include "common.hpp"
+
 namespace {
 
 constexpr std::size_t kCols = 1024;  // blocks run along rows of 1024 (32 blocks per row)
@@ -31,16 +33,7 @@ std::vector<float> make_inputs(std::size_t n) {
 }
 
 void stream_f32_to_u8(benchmark::State& state) {
-  const auto n = static_cast<std::size_t>(state.range(0));
-  const auto in = make_inputs(n);
-  std::vector<std::uint8_t> out(n);
-  for (auto _ : state) {
-    for (std::size_t i = 0; i < n; ++i) out[i] = static_cast<std::uint8_t>(std::bit_cast<std::uint32_t>(in[i]) >> 24);
-    benchmark::DoNotOptimize(out.data());
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(n));
-  state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(n) * 5);
+  minifloat_bench::stream_f32_to_u8(state, make_inputs(static_cast<std::size_t>(state.range(0))));
 }
 
 template <class Elem>

@@ -128,9 +128,7 @@ void dequantize_scaled_groups(const quantized_tensor_view& q, std::span<float> o
     using Elem = typename decltype(t)::type;
     if constexpr (mx_element<Elem>) {
       if (s.gran == granularity::mx) {
-        if (s.round != rounding::nearest && s.round != rounding::nearest_even)
-          throw unsupported_error("MX elements are rounded to nearest even (OCP MX 6.3); got rounding " +
-                                  std::string(to_string(s.round)));
+        minifloat::detail::check_mx_rounding(s);
         std::vector<float> dense;
         const std::span<const float> src = minifloat::detail::contiguous_rows(x, dense);
         mx_tensor<Elem> m(x.rows, x.cols, s.axis, minifloat::detail::to_mx_rule(s.rule));
@@ -155,19 +153,7 @@ inline quantized_tensor quantize(std::span<const float> x, std::size_t rows, std
 /// minifloat::quantize_with_scales(x, s, scales) on the bulk kernels.
 [[nodiscard]] inline quantized_tensor quantize_with_scales(matrix_view<const float> x, const quant_scheme& s,
                                                            std::span<const float> scales, const bulk_options& o = {}) {
-  s.validate();
-  x.validate();
-  if (s.gran == granularity::mx)
-    throw unsupported_error("quantize_with_scales takes fp32-scaled schemes; mx scales come from each block");
-  const quantized_tensor_view shape{s, x.rows, x.cols, {}, {}, {}};
-  const std::size_t grid = shape.scale_grid_rows() * shape.scale_grid_cols();
-  if (scales.size() != grid)
-    throw shape_error("quantize_with_scales: " + s.describe() + " on " + std::to_string(x.rows) + "x" +
-                      std::to_string(x.cols) + " needs " + std::to_string(grid) + " scales, got " +
-                      std::to_string(scales.size()));
-  for (const float sc : scales)
-    if (!(sc > 0.0f) || !std::isfinite(sc))
-      throw std::invalid_argument("quantize_with_scales: scales must be finite and positive, got " + std::to_string(sc));
+  minifloat::detail::check_static_scales(x, s, scales);
   std::vector<std::uint8_t> codes(x.rows * minifloat::detail::code_row_bytes(s.format, x.cols), 0);
   std::vector<float> out_scales(scales.begin(), scales.end());
   visit_format(s.format, [&](auto t) {

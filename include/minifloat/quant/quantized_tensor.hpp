@@ -203,6 +203,32 @@ inline std::span<const float> contiguous_rows(matrix_view<const float> x, std::v
   return storage;
 }
 
+/// quantize()'s rule for MX elements (shared with kernels::quantize): OCP MX 6.3 rounds them to
+/// nearest even, so any other rounding is refused rather than silently replaced.
+inline void check_mx_rounding(const quant_scheme& s) {
+  if (s.round != rounding::nearest && s.round != rounding::nearest_even)
+    throw unsupported_error("MX elements are rounded to nearest even (OCP MX 6.3); got rounding " +
+                            std::string(to_string(s.round)));
+}
+
+/// quantize_with_scales' argument checks (shared with kernels::quantize_with_scales): a valid
+/// fp32-scaled scheme and matrix, one finite positive scale per group of the scale grid.
+inline void check_static_scales(matrix_view<const float> x, const quant_scheme& s, std::span<const float> scales) {
+  s.validate();
+  x.validate();
+  if (s.gran == granularity::mx)
+    throw unsupported_error("quantize_with_scales takes fp32-scaled schemes; mx scales come from each block");
+  const quantized_tensor_view shape{s, x.rows, x.cols, {}, {}, {}};
+  const std::size_t grid = shape.scale_grid_rows() * shape.scale_grid_cols();
+  if (scales.size() != grid)
+    throw shape_error("quantize_with_scales: " + s.describe() + " on " + std::to_string(x.rows) + "x" +
+                      std::to_string(x.cols) + " needs " + std::to_string(grid) + " scales, got " +
+                      std::to_string(scales.size()));
+  for (const float sc : scales)
+    if (!(sc > 0.0f) || !std::isfinite(sc))
+      throw std::invalid_argument("quantize_with_scales: scales must be finite and positive, got " + std::to_string(sc));
+}
+
 inline mx_scale_rule to_mx_rule(scale_rule r) {
   switch (r) {
     case scale_rule::rceil: return mx_scale_rule::rceil;
@@ -226,9 +252,7 @@ inline quantized_tensor quantize(matrix_view<const float> x, const quant_scheme&
     using Elem = typename decltype(t)::type;
     if constexpr (mx_element<Elem>) {
       if (s.gran == granularity::mx) {
-        if (s.round != rounding::nearest && s.round != rounding::nearest_even)
-          throw unsupported_error("MX elements are rounded to nearest even (OCP MX 6.3); got rounding " +
-                                  std::string(to_string(s.round)));
+        detail::check_mx_rounding(s);
         std::vector<float> dense;
         const std::span<const float> src = detail::contiguous_rows(x, dense);
         auto m = mx_quantize<Elem>(src, x.rows, x.cols, s.axis, detail::to_mx_rule(s.rule));
@@ -251,22 +275,10 @@ inline quantized_tensor quantize(matrix_view<const float> x, const quant_scheme&
 /// next binade). Not for mx, whose scales are always computed from the block.
 inline quantized_tensor quantize_with_scales(matrix_view<const float> x, const quant_scheme& s,
                                              std::span<const float> scales) {
-  s.validate();
-  x.validate();
-  if (s.gran == granularity::mx)
-    throw unsupported_error("quantize_with_scales takes fp32-scaled schemes; mx scales come from each block");
+  detail::check_static_scales(x, s, scales);
   quantized_tensor q;
   q.scheme_ = s, q.rows_ = x.rows, q.cols_ = x.cols;
   q.codes_.assign(x.rows * detail::code_row_bytes(s.format, x.cols), 0);
-  const auto v = q.view();
-  const std::size_t grid = v.scale_grid_rows() * v.scale_grid_cols();
-  if (scales.size() != grid)
-    throw shape_error("quantize_with_scales: " + s.describe() + " on " + std::to_string(x.rows) + "x" +
-                      std::to_string(x.cols) + " needs " + std::to_string(grid) + " scales, got " +
-                      std::to_string(scales.size()));
-  for (const float sc : scales)
-    if (!(sc > 0.0f) || !std::isfinite(sc))
-      throw std::invalid_argument("quantize_with_scales: scales must be finite and positive, got " + std::to_string(sc));
   q.scales_.assign(scales.begin(), scales.end());
   visit_format(s.format, [&](auto t) {
     detail::quantize_scaled<typename decltype(t)::type>(x, s, q.codes_, q.scales_, scales);
