@@ -21,6 +21,7 @@
 #include <minifloat/minifloat.hpp>
 
 #include "fake_cann.hpp"
+#include "support/test_data.hpp"
 
 using namespace minifloat;
 namespace be = minifloat::backend;
@@ -29,19 +30,10 @@ namespace asc = minifloat::backend::ascend;
 namespace {
 
 std::vector<float> random_values(std::size_t n, unsigned seed, float spread = 4.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::uniform_real_distribution<float> e(-spread, spread);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng) * std::exp2(e(rng));
-  return v;
+  return test_support::spread_normal(n, seed, spread);
 }
 
-std::vector<std::uint16_t> bf16_bits(const std::vector<float>& v) {
-  std::vector<std::uint16_t> b(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) b[i] = narrow<bfloat16>(v[i]).bits();
-  return b;
-}
+using test_support::to_bf16_bits;
 
 std::size_t bytes_of(be::dtype t, std::initializer_list<std::int64_t> shape) {
   std::vector<std::int64_t> d(shape);
@@ -182,7 +174,7 @@ TEST_CASE("ascend quantize -> aclnnAscendQuantV3: 1/s in x's dtype dstType round
       // power-of-two scales: x * (1 / s) and x / s round the same exact value (bit-exact backends)
       std::vector<float> scales(v.gran == granularity::tensor ? 1 : static_cast<std::size_t>(rows));
       for (std::size_t i = 0; i < scales.size(); ++i) scales[i] = std::ldexp(1.0f, static_cast<int>(i) - 3);
-      const auto xb = bf16_bits(x);
+      const auto xb = to_bf16_bits(x);
       std::vector<float> x_host = x;
       if (v.x_type == be::dtype::bfloat16)
         for (std::size_t i = 0; i < x.size(); ++i) x_host[i] = static_cast<float>(bfloat16::from_bits(xb[i]));
@@ -265,7 +257,7 @@ TEST_CASE("ascend dynamic_quantize -> aclnnDynamicQuantV4: quantMode dstTypeMax 
     asc::ascend_backend npu;
     be::cpu_backend cpu;
     const std::int64_t rows = 3, cols = 48;
-    const auto xb = bf16_bits(random_values(static_cast<std::size_t>(rows * cols), 8));
+    const auto xb = to_bf16_bits(random_values(static_cast<std::size_t>(rows * cols), 8));
     struct variant {
       be::dtype y;
       granularity gran;
@@ -323,7 +315,7 @@ TEST_CASE("ascend quantize_with_amax -> aclnnQuantMax: 1/s round strings per dst
       for (const auto x_type : {be::dtype::float32, be::dtype::bfloat16}) {
         CAPTURE(be::to_string(y_type), be::to_string(x_type));
         float s = 0.0625f;
-        const auto xb = bf16_bits(x);
+        const auto xb = to_bf16_bits(x);
         dev_tensor xd = x_type == be::dtype::float32 ? dev_upload(x, x_type, {2, n / 2}) : dev_upload(xb, x_type, {2, n / 2});
         dev_tensor yd = dev_alloc(y_type, {2, n / 2});
         dev_tensor ad = dev_alloc(x_type, {1});

@@ -450,42 +450,11 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void transpose_bytes_8x8(const std::uint8_t* c
   out[2] = _mm_unpacklo_epi32(b1, b3), out[3] = _mm_unpackhi_epi32(b1, b3);
 }
 
-/// 8 bytes (low qword of b) -> 8 floats, for the arithmetic decoders.
-template <decode_kind Kind>
-MINIFLOAT_GEMM_AVX2_TARGET inline __m256 decode8_bytes(__m128i bytes) noexcept {
-  if constexpr (Kind == decode_kind::e5m2) {
-    return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(bytes), 8));
-  } else {
-    static_assert(Kind == decode_kind::e4m3);
-    const __m128i w = _mm_cvtepu8_epi16(bytes);
-    const __m128i mag = _mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x7F)), 7);
-    const __m128i sign = _mm_slli_epi16(_mm_and_si128(w, _mm_set1_epi16(0x80)), 8);
-    const __m128i is_nan = _mm_cmpeq_epi16(mag, _mm_set1_epi16(0x3F80));
-    const __m128i h = _mm_or_si128(_mm_or_si128(mag, sign), _mm_and_si128(is_nan, _mm_set1_epi16(0x7E00)));
-    return _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
-  }
-}
-
-/// 16 bytes -> 16 floats (lo: bytes 0-7, hi: bytes 8-15), the arithmetic decoders on 16-bit lanes.
-template <decode_kind Kind>
-MINIFLOAT_GEMM_AVX2_TARGET inline void decode16_bytes(__m128i bytes, __m256& lo, __m256& hi) noexcept {
-  const __m256i w = _mm256_cvtepu8_epi16(bytes);
-  __m256i h;
-  if constexpr (Kind == decode_kind::e5m2) {
-    h = _mm256_slli_epi16(w, 8);
-  } else {
-    static_assert(Kind == decode_kind::e4m3);
-    const __m256i mag = _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x7F)), 7);
-    const __m256i sign = _mm256_slli_epi16(_mm256_and_si256(w, _mm256_set1_epi16(0x80)), 8);
-    const __m256i is_nan = _mm256_cmpeq_epi16(mag, _mm256_set1_epi16(0x3F80));
-    h = _mm256_or_si256(_mm256_or_si256(mag, sign), _mm256_and_si256(is_nan, _mm256_set1_epi16(0x7E00)));
-  }
+/// float8_e5m2, 16 bytes -> 16 floats (lo: bytes 0-7, hi: bytes 8-15): code << 8 is the binary16.
+MINIFLOAT_GEMM_AVX2_TARGET inline void decode16_e5m2(__m128i bytes, __m256& lo, __m256& hi) noexcept {
+  const __m256i h = _mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8);
   lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
   hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
-  if constexpr (Kind == decode_kind::e4m3) {
-    lo = _mm256_mul_ps(lo, _mm256_set1_ps(256.0f));
-    hi = _mm256_mul_ps(hi, _mm256_set1_ps(256.0f));
-  }
 }
 
 /// float8_e4m3fn, 16 bytes -> 16 floats of value 2^-8 * x (the GEMV multiplies A by 2^8
@@ -591,7 +560,7 @@ MINIFLOAT_GEMM_AVX2_TARGET void gemv_nk_avx2(const operand& b, const float* a, s
           } else {
             for (int j = 0; j < 4; ++j) {
               if constexpr (Kind == decode_kind::e4m3) decode16_e4m3_scaled(t[j], col[q][2 * j], col[q][2 * j + 1]);
-              else decode16_bytes<Kind>(t[j], col[q][2 * j], col[q][2 * j + 1]);
+              else decode16_e5m2(t[j], col[q][2 * j], col[q][2 * j + 1]);
             }
           }
         } else {  // K tail: scalar decode into lanes

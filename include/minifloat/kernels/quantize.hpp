@@ -164,10 +164,7 @@ inline quantized_tensor quantize(std::span<const float> x, std::size_t rows, std
 
 /// minifloat::dequantize(q, out) on the bulk kernels: rows * cols floats, row-major.
 inline void dequantize(const quantized_tensor_view& q, std::span<float> out, const bulk_options& o = {}) {
-  q.validate();
-  if (out.size() != q.rows * q.cols)
-    throw shape_error("dequantize: output needs " + std::to_string(q.rows * q.cols) + " floats (" +
-                      std::to_string(q.rows) + "x" + std::to_string(q.cols) + "), got " + std::to_string(out.size()));
+  minifloat::detail::check_dequantize_output(q, out);
   visit_format(q.scheme.format, [&](auto t) {
     using Elem = typename decltype(t)::type;
     if constexpr (mx_element<Elem>) {

@@ -229,6 +229,15 @@ inline void check_static_scales(matrix_view<const float> x, const quant_scheme& 
       throw std::invalid_argument("quantize_with_scales: scales must be finite and positive, got " + std::to_string(sc));
 }
 
+/// dequantize()'s argument checks (shared with kernels::dequantize): a valid tensor view and
+/// rows * cols output floats.
+inline void check_dequantize_output(const quantized_tensor_view& q, std::span<const float> out) {
+  q.validate();
+  if (out.size() != q.rows * q.cols)
+    throw shape_error("dequantize: output needs " + std::to_string(q.rows * q.cols) + " floats (" +
+                      std::to_string(q.rows) + "x" + std::to_string(q.cols) + "), got " + std::to_string(out.size()));
+}
+
 inline mx_scale_rule to_mx_rule(scale_rule r) {
   switch (r) {
     case scale_rule::rceil: return mx_scale_rule::rceil;
@@ -292,10 +301,7 @@ inline quantized_tensor quantize(std::span<const float> x, std::size_t rows, std
 
 /// Writes rows * cols floats, row-major.
 inline void dequantize(const quantized_tensor_view& q, std::span<float> out) {
-  q.validate();
-  if (out.size() != q.rows * q.cols)
-    throw shape_error("dequantize: output needs " + std::to_string(q.rows * q.cols) + " floats (" +
-                      std::to_string(q.rows) + "x" + std::to_string(q.cols) + "), got " + std::to_string(out.size()));
+  detail::check_dequantize_output(q, out);
   visit_format(q.scheme.format, [&](auto t) {
     using Elem = typename decltype(t)::type;
     if constexpr (mx_element<Elem>) {

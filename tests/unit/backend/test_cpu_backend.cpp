@@ -17,30 +17,19 @@
 #include <minifloat/gemm/gemm.hpp>
 #include <minifloat/minifloat.hpp>
 
+#include "support/test_data.hpp"
+
 using namespace minifloat;
 namespace be = minifloat::backend;
 
 namespace {
 
 std::vector<float> random_values(std::size_t n, unsigned seed, float spread = 4.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::uniform_real_distribution<float> e(-spread, spread);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng) * std::exp2(e(rng));
-  return v;
+  return test_support::spread_normal(n, seed, spread);
 }
 
-std::vector<std::uint16_t> to_bf16_bits(const std::vector<float>& v) {
-  std::vector<std::uint16_t> b(v.size());
-  for (std::size_t i = 0; i < v.size(); ++i) b[i] = narrow<bfloat16>(v[i]).bits();
-  return b;
-}
-std::vector<float> from_bf16_bits(const std::vector<std::uint16_t>& b) {
-  std::vector<float> v(b.size());
-  for (std::size_t i = 0; i < b.size(); ++i) v[i] = static_cast<float>(bfloat16::from_bits(b[i]));
-  return v;
-}
+using test_support::from_bf16_bits;
+using test_support::to_bf16_bits;
 
 /// Bytes of a contiguous rows x cols tensor of dtype t.
 std::size_t code_bytes(be::dtype t, std::int64_t rows, std::int64_t cols) {

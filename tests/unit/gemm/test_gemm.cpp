@@ -16,17 +16,14 @@
 #include <minifloat/io/npy.hpp>
 #include <minifloat/gemm/gemm.hpp>
 
+#include "support/test_data.hpp"
+
 using namespace minifloat;
 
 namespace {
 
 std::vector<float> random_values(std::size_t n, unsigned seed, float spread = 1.0f) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::uniform_real_distribution<float> e(-spread, spread);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng) * std::exp2(e(rng));
-  return v;
+  return test_support::spread_normal(n, seed, spread);
 }
 
 quant_scheme scheme(format_id f, granularity g, int axis = 1) {

@@ -18,18 +18,14 @@
 
 #include <minifloat/gemm/gemm.hpp>
 
+#include "support/test_data.hpp"
+
 using namespace minifloat;
 
 namespace {
 
-std::vector<float> values(std::size_t n, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> d(0.0f, 1.0f);
-  std::uniform_real_distribution<float> e(-6.0f, 6.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = d(rng) * std::exp2(e(rng));  // wide spread: subnormal codes, saturation
-  return v;
-}
+// Wide spread: subnormal codes and saturation.
+std::vector<float> values(std::size_t n, unsigned seed) { return test_support::spread_normal(n, seed, 6.0f); }
 
 quant_scheme make(format_id f, granularity g) { return quant_scheme::make(f, g); }
 quant_scheme block(format_id f, std::size_t r, std::size_t c) {
