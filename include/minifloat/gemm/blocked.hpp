@@ -170,6 +170,20 @@ inline void init_c(const context& ctx, std::size_t m0, std::size_t m1, std::size
     for (std::size_t n = n0; n < n1; ++n) ctx.c[m * ctx.ldc + n] = ctx.bias.empty() ? 0.0f : ctx.bias[n];
 }
 
+/// The single-block epilogue on one row of C: c[j] = fma(c[j], sa * sb[j], bias[j]) for j in
+/// [0, count) (bias may be null), the last step of the fp32 order; AVX2 when `avx2`.
+inline void epilogue_row(float* c, std::size_t count, float sa, const float* sb, const float* bias, bool avx2) {
+#if MINIFLOAT_GEMM_HAVE_AVX2
+  if (avx2) {
+    epilogue_row_avx2(c, count, sa, sb, bias);
+    return;
+  }
+#else
+  (void)avx2;
+#endif
+  for (std::size_t j = 0; j < count; ++j) c[j] = std::fma(c[j], sa * sb[j], bias != nullptr ? bias[j] : 0.0f);
+}
+
 /// Single-block mode epilogue: C = fma(C, sA * sB, bias), the last step of the fp32 order.
 inline void epilogue(const context& ctx, std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
   const problem& p = *ctx.p;
@@ -180,18 +194,9 @@ inline void epilogue(const context& ctx, std::size_t m0, std::size_t m1, std::si
   }
   std::vector<float> sb(n1 - n0);
   for (std::size_t n = n0; n < n1; ++n) sb[n - n0] = p.b.scale(n, 0);
-  for (std::size_t m = m0; m < m1; ++m) {
-    const float sa = p.a.scale(m, 0);
-    float* c = ctx.c + m * ctx.ldc;
-#if MINIFLOAT_GEMM_HAVE_AVX2
-    if (ctx.isa.avx2) {
-      epilogue_row_avx2(c + n0, n1 - n0, sa, sb.data(), ctx.bias.empty() ? nullptr : ctx.bias.data() + n0);
-      continue;
-    }
-#endif
-    for (std::size_t n = n0; n < n1; ++n)
-      c[n] = std::fma(c[n], sa * sb[n - n0], ctx.bias.empty() ? 0.0f : ctx.bias[n]);
-  }
+  for (std::size_t m = m0; m < m1; ++m)
+    epilogue_row(ctx.c + m * ctx.ldc + n0, n1 - n0, p.a.scale(m, 0), sb.data(),
+                 ctx.bias.empty() ? nullptr : ctx.bias.data() + n0, ctx.isa.avx2);
 }
 
 /// The blocked loop nest over C rows [m0, m1) x cols [n0, n1).

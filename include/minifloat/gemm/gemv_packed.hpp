@@ -438,6 +438,7 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
   const bool single = l_block >= k_all;
   const std::size_t l = single ? 0 : l_block, nb = single ? 1 : (k_all + l - 1) / l;
   const isa_kernels isa = select_kernels(oa.format, w.format(), cfg.isa != gemm_isa::scalar);
+  bool fast = false;  // a SIMD panel kernel exists for this format and ISA
 #if MINIFLOAT_GEMM_HAVE_AVX2
   packed_panel_fn avx2_panel = isa.avx2 ? packed_panel_avx2_for(w) : nullptr;
 #if MINIFLOAT_GEMM_HAVE_AVX512
@@ -445,13 +446,10 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
       cpu_has_avx512_vbmi())
     avx2_panel = &packed_panel_hif8_avx512;
 #endif
-#endif
-  bool fast = false;
-#if MINIFLOAT_GEMM_HAVE_AVX2
   fast = avx2_panel != nullptr;
 #endif
   const float a_unit = fast ? packed_a_unit(w.decoder()) : 1.0f;
-  // A decoded once: values (x 2^8 for the E4M3 binary16 decoder), block scales.
+  // A decoded once: values (x a_unit for the shift decoders; unscaled for the scalar twin), block scales.
   std::vector<float> a(m_all * k_all), sa(m_all * nb);
   std::vector<float> a_plain(a_unit != 1.0f ? m_all * k_all : 0);
 
@@ -477,7 +475,7 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
     float* buf = nullptr;
     std::optional<mxcsr_no_daz> no_daz;
     if (fast) {
-      if (packed_a_unit(w.decoder()) != 1.0f) no_daz.emplace();
+      if (a_unit != 1.0f) no_daz.emplace();
       load_packed_tables(w, tables);
       if (m_all > 1) {
         buf_store.resize(32 * packed_weights::panel_rows + 8);
@@ -514,18 +512,8 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
       for (std::size_t n = 0; n < n_all; ++n) sb_store[n] = w.scale(n, 0);
       sb = sb_store.data();
     }
-    for (std::size_t m = 0; m < m_all; ++m) {
-      const float s_a = oa.scale(m, 0);
-      float* cm = c + m * n_all;
-#if MINIFLOAT_GEMM_HAVE_AVX2
-      if (isa.avx2) {
-        epilogue_row_avx2(cm, n_all, s_a, sb, bias.empty() ? nullptr : bias.data());
-        continue;
-      }
-#endif
-      for (std::size_t n = 0; n < n_all; ++n)
-        cm[n] = std::fma(cm[n], s_a * sb[n], bias.empty() ? 0.0f : bias[n]);
-    }
+    for (std::size_t m = 0; m < m_all; ++m)
+      epilogue_row(c + m * n_all, n_all, oa.scale(m, 0), sb, bias.empty() ? nullptr : bias.data(), isa.avx2);
   }
 }
 
