@@ -32,7 +32,7 @@ float pow2(int e) { return std::ldexp(1.0f, e); }
 
 }  // namespace
 
-TEST_CASE("defaults: L 128, I 10, max; N_guard 11 weights, 10 activations and gradients; FP8 hybrid",
+TEST_CASE("defaults: L 128, I 10, max, N_guard 11 weights, 10 activations and gradients, FP8 hybrid",
           "[recipes][delayed]") {
   const auto w = delayed_scaling_config::hif8(tensor_role::weight);
   const auto a = delayed_scaling_config::hif8(tensor_role::activation);
@@ -318,7 +318,7 @@ TEST_CASE("delayed scaling: overflow count per update", "[recipes][delayed][over
   CHECK(f.step(std::span<const float>(y)).overflow == 2);
 }
 
-TEST_CASE("current scaling: every step from its own amax; quantize_step equals quantize()", "[recipes][current]") {
+TEST_CASE("current scaling: every step from its own amax, quantize_step equals quantize()", "[recipes][current]") {
   current_scaling cs(amax_scaling::hif8_guard(tensor_role::weight));
   std::vector<float> x = {0.1f, -0.7f, 0.3f, 2.5f, -1e-4f, 0.0f};
   auto r = cs.step(std::span<const float>(x));
