@@ -10,7 +10,7 @@
 //   quantize_scaled/<fmt>          codes of x / s plus the finite amax, one pass
 //   mx_quantize/<fmt>, mx_dequantize/<fmt>   OCP MX, blocks of 32 along rows (axis 1)
 // Sizes: 64 Ki elements (in cache: L2) and 64 Mi elements (memory). "threads:2" rows split the
-// call with kernels/threads.hpp. Single-threaded unless named so. Build with the bench preset
+// call with simd/threads.hpp. Single-threaded unless named so. Build with the bench preset
 // (-O3) and run e.g.
 //   build/bench/bench/bulk_codecs --benchmark_repetitions=5 --benchmark_report_aggregates_only=true
 #include <benchmark/benchmark.h>
@@ -31,12 +31,12 @@
 #include <thread>
 #include <vector>
 
-#include <minifloat/kernels/bulk.hpp>
-#include <minifloat/kernels/mx.hpp>
-#include <minifloat/kernels/threads.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/simd/bulk.hpp>
+#include <minifloat/simd/mx.hpp>
+#include <minifloat/simd/threads.hpp>
+#include <minifloat/all.hpp>
 
-namespace k = minifloat::kernels;
+namespace k = minifloat::simd;
 using namespace minifloat;
 
 namespace {

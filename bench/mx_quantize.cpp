@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include <minifloat/block/mx_tensor.hpp>
+#include <minifloat/quant/mx_tensor.hpp>
 
 #include "common.hpp"
 

@@ -1,7 +1,7 @@
 // The `minifloat` command-line tool: format tables, codecs and quantization on .npy files.
 // Exit codes: 0 success, 1 bad input file or failed operation, 2 bad command line.
 #include <minifloat/io/error.hpp>
-#include <minifloat/version.hpp>
+#include <minifloat/core/version.hpp>
 
 #include <exception>
 #include <iostream>

@@ -48,7 +48,7 @@
 #include <system_error>
 #include <vector>
 
-#include <minifloat/minifloat.hpp>
+#include <minifloat/all.hpp>
 #include <minifloat/quant/quantized_tensor.hpp>
 #include <minifloat/recipes/recipes.hpp>
 

@@ -4,7 +4,7 @@
 // the format's width) or "{:b}" (0b01101110).
 #include <fmt/format.h>
 
-#include "basic_float.hpp"
+#include "formats/basic_float.hpp"
 
 template <class S>
 struct fmt::formatter<minifloat::basic_float<S>> : fmt::formatter<float> {

@@ -28,11 +28,11 @@
 #include <thread>
 #include <vector>
 
-#include <minifloat/kernels/bulk.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/simd/bulk.hpp>
+#include <minifloat/all.hpp>
 
 using namespace minifloat;
-namespace k = minifloat::kernels;
+namespace k = minifloat::simd;
 
 namespace {
 

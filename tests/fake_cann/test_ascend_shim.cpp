@@ -18,7 +18,7 @@
 
 #include <minifloat/backend/ascend/ascend.hpp>
 #include <minifloat/backend/cpu.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/all.hpp>
 
 #include "fake_cann.hpp"
 #include "support/test_data.hpp"

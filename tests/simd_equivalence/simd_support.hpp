@@ -10,12 +10,12 @@
 #include <string>
 #include <vector>
 
-#include <minifloat/kernels/bulk.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/simd/bulk.hpp>
+#include <minifloat/all.hpp>
 
 namespace simd_test {
 
-namespace k = minifloat::kernels;
+namespace k = minifloat::simd;
 
 /// Debug (and sanitizer) builds run reduced sweeps; Release runs them all.
 #ifdef NDEBUG

@@ -1,4 +1,4 @@
-// Bulk decode (kernels/bulk.hpp) on every ISA path: every code of every format bit for bit
+// Bulk decode (simd/bulk.hpp) on every ISA path: every code of every format bit for bit
 // against float(T::from_bits(c)) (NaN payloads and -0 included), every length 0..257 at
 // shifting misalignments with guard floats, FP4 packed decode, scaled decode.
 #include <catch2/catch.hpp>
@@ -8,13 +8,13 @@
 #include <string>
 #include <vector>
 
-#include <minifloat/kernels/bulk.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/simd/bulk.hpp>
+#include <minifloat/all.hpp>
 
 #include "simd_equivalence/simd_support.hpp"
 
 using namespace minifloat;
-namespace k = minifloat::kernels;
+namespace k = minifloat::simd;
 using simd_test::bits;
 
 namespace {

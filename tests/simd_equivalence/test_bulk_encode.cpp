@@ -1,4 +1,4 @@
-// Bulk encode (kernels/bulk.hpp) on every ISA path against the scalar reference codec, bit for
+// Bulk encode (simd/bulk.hpp) on every ISA path against the scalar reference codec, bit for
 // bit: every format, every rounding mode and overflow policy, inputs float32 / bfloat16 /
 // float16; every length 0..257 at shifting misalignments with guard bytes around the output;
 // random and exhaustive (all bf16/fp16 patterns) inputs; FP4 nibble packing.
@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
-#include <minifloat/kernels/bulk.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/simd/bulk.hpp>
+#include <minifloat/all.hpp>
 
 #include "simd_equivalence/simd_support.hpp"
 
 using namespace minifloat;
-namespace k = minifloat::kernels;
+namespace k = minifloat::simd;
 using simd_test::kFull;
 
 namespace {

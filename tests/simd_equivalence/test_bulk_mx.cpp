@@ -1,4 +1,4 @@
-// kernels::mx_quantize_into / mx_dequantize (kernels/mx.hpp) on every ISA path against the block
+// simd::mx_quantize_into / mx_dequantize (simd/mx.hpp) on every ISA path against the block
 // layer (block/mx_tensor.hpp mx_quantize_into / mx_dequantize): identical code and scale bytes,
 // identical values, for every MX element format, both axes, every scale rule, float32 / bf16 /
 // fp16 inputs, ragged shapes (short last blocks, odd FP4 rows) and blocks holding NaN, Inf,
@@ -11,14 +11,14 @@
 #include <span>
 #include <vector>
 
-#include <minifloat/block/mx_tensor.hpp>
-#include <minifloat/kernels/mx.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/quant/mx_tensor.hpp>
+#include <minifloat/simd/mx.hpp>
+#include <minifloat/all.hpp>
 
 #include "simd_equivalence/simd_support.hpp"
 
 using namespace minifloat;
-namespace k = minifloat::kernels;
+namespace k = minifloat::simd;
 using simd_test::bits;
 using simd_test::kFull;
 
@@ -83,7 +83,7 @@ const std::pair<std::size_t, std::size_t> kShapes[] = {{0, 0}, {0, 7}, {5, 0}, {
 
 }  // namespace
 
-TEMPLATE_LIST_TEST_CASE("kernels::mx_quantize_into equals the block layer", "[simd][mx]", mx_elements) {
+TEMPLATE_LIST_TEST_CASE("simd::mx_quantize_into equals the block layer", "[simd][mx]", mx_elements) {
   using Elem = TestType;
   std::uint32_t seed = 1;
   for (const int axis : {1, 0})
@@ -97,7 +97,7 @@ TEMPLATE_LIST_TEST_CASE("kernels::mx_quantize_into equals the block layer", "[si
       }
 }
 
-TEMPLATE_LIST_TEST_CASE("kernels::mx_dequantize decodes arbitrary code and scale bytes like the block layer",
+TEMPLATE_LIST_TEST_CASE("simd::mx_dequantize decodes arbitrary code and scale bytes like the block layer",
                         "[simd][mx]", mx_elements) {
   using Elem = TestType;
   std::mt19937 rng(17);
@@ -119,7 +119,7 @@ TEMPLATE_LIST_TEST_CASE("kernels::mx_dequantize decodes arbitrary code and scale
     }
 }
 
-TEST_CASE("kernels::mx_quantize_into checks sizes", "[simd][mx][errors]") {
+TEST_CASE("simd::mx_quantize_into checks sizes", "[simd][mx][errors]") {
   mx_tensor<float8_e4m3fn> t(2, 40);
   std::vector<float> x(79);
   CHECK(k::mx_quantize_into<float8_e4m3fn>(std::span<const float>(x), t.mutable_view()) ==
@@ -128,7 +128,7 @@ TEST_CASE("kernels::mx_quantize_into checks sizes", "[simd][mx][errors]") {
   CHECK(k::mx_dequantize<float8_e4m3fn>(t.view(), std::span<float>(out)) == k::kernel_status::size_mismatch);
 }
 
-TEMPLATE_LIST_TEST_CASE("kernels::mx_quantize_into scales match the block layer at every exponent and rule boundary",
+TEMPLATE_LIST_TEST_CASE("simd::mx_quantize_into scales match the block layer at every exponent and rule boundary",
                         "[simd][mx]", mx_elements) {
   // One block per amax pattern: every biased exponent 0..255 with the fractions where the rules
   // switch (ceil: 0 / 1; even: the half-ulp carry; rceil: the element max's significand), in

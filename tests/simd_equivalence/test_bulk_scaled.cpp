@@ -1,5 +1,5 @@
 // Scaled bulk kernels on every ISA path: quantize_scaled (codes of x / s in float32 plus the
-// finite amax of x in the same pass), finite_amax, and the scheme-level kernels::quantize /
+// finite amax of x in the same pass), finite_amax, and the scheme-level simd::quantize /
 // quantize_with_scales / dequantize against minifloat::quantize / quantize_with_scales /
 // dequantize (quant/quantized_tensor.hpp): identical codes and scales, identical values, for
 // every format, granularity and scale rule on random data with special values.
@@ -11,15 +11,15 @@
 #include <span>
 #include <vector>
 
-#include <minifloat/kernels/bulk.hpp>
-#include <minifloat/kernels/quantize.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/simd/bulk.hpp>
+#include <minifloat/simd/quantize_twin.hpp>
+#include <minifloat/all.hpp>
 #include <minifloat/quant/quantized_tensor.hpp>
 
 #include "simd_equivalence/simd_support.hpp"
 
 using namespace minifloat;
-namespace k = minifloat::kernels;
+namespace k = minifloat::simd;
 using simd_test::bits;
 using simd_test::kFull;
 
@@ -164,7 +164,7 @@ const std::pair<std::size_t, std::size_t> kShapes[] = {{0, 5}, {1, 1}, {3, 257},
 
 }  // namespace
 
-TEST_CASE("kernels::quantize equals minifloat::quantize for fp32-scaled schemes", "[simd][scaled][scheme]") {
+TEST_CASE("simd::quantize equals minifloat::quantize for fp32-scaled schemes", "[simd][scaled][scheme]") {
   const format_id formats[] = {format_id::hifloat8,      format_id::float8_e4m3fn, format_id::float8_e5m2,
                                format_id::float6_e3m2fn, format_id::float6_e2m3fn, format_id::float4_e2m1fn,
                                format_id::bfloat16,      format_id::float16};
@@ -188,7 +188,7 @@ TEST_CASE("kernels::quantize equals minifloat::quantize for fp32-scaled schemes"
         }
 }
 
-TEST_CASE("kernels::quantize equals minifloat::quantize for mx schemes", "[simd][scaled][scheme][mx]") {
+TEST_CASE("simd::quantize equals minifloat::quantize for mx schemes", "[simd][scaled][scheme][mx]") {
   const format_id formats[] = {format_id::float8_e4m3fn, format_id::float8_e5m2, format_id::float6_e3m2fn,
                                format_id::float6_e2m3fn, format_id::float4_e2m1fn};
   std::uint32_t seed = 100;

@@ -1,4 +1,4 @@
-// kernels/threads.hpp: a span split over 1..5 threads gives exactly the single-call result on
+// simd/threads.hpp: a span split over 1..5 threads gives exactly the single-call result on
 // every ISA path (stochastic rounding included, thanks to the counter-based random bits); so
 // does splitting a span into two calls with first_index; parallel_for covers [0, n) once.
 #include <catch2/catch.hpp>
@@ -8,13 +8,13 @@
 #include <span>
 #include <vector>
 
-#include <minifloat/kernels/threads.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/simd/threads.hpp>
+#include <minifloat/all.hpp>
 
 #include "simd_equivalence/simd_support.hpp"
 
 using namespace minifloat;
-namespace k = minifloat::kernels;
+namespace k = minifloat::simd;
 using simd_test::bits;
 
 TEST_CASE("parallel_for covers every index exactly once, on grain boundaries", "[simd][threads]") {

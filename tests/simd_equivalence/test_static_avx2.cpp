@@ -8,18 +8,18 @@
 #include <span>
 #include <vector>
 
-#include <minifloat/kernels/bulk.hpp>
-#include <minifloat/kernels/mx.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/simd/bulk.hpp>
+#include <minifloat/simd/mx.hpp>
+#include <minifloat/all.hpp>
 
 #include "simd_equivalence/simd_support.hpp"
 
 using namespace minifloat;
-namespace k = minifloat::kernels;
+namespace k = minifloat::simd;
 
 #if defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
 
-static_assert(MINIFLOAT_KERNELS_STATIC_AVX2 == 1, "a -mavx2 -mfma -mf16c TU takes the static path");
+static_assert(MINIFLOAT_SIMD_STATIC_AVX2 == 1, "a -mavx2 -mfma -mf16c TU takes the static path");
 
 TEST_CASE("static AVX2 path: automatic is AVX2 and equals the scalar reference", "[simd][static]") {
   CHECK(k::detected_isa() == k::isa::avx2);
@@ -54,7 +54,7 @@ TEST_CASE("static AVX2 path: automatic is AVX2 and equals the scalar reference",
 #else
 
 TEST_CASE("static AVX2 path: not an AVX2 build", "[simd][static]") {
-  CHECK(MINIFLOAT_KERNELS_STATIC_AVX2 == 0);
+  CHECK(MINIFLOAT_SIMD_STATIC_AVX2 == 0);
   CHECK(k::isa_available(k::isa::scalar));
 }
 

@@ -6,7 +6,7 @@
 #include <random>
 #include <vector>
 
-#include <minifloat/convert.hpp>
+#include <minifloat/formats/convert.hpp>
 #include <minifloat/formats/float16.hpp>
 
 namespace test_support {

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include <minifloat/detail/fork_join.hpp>
+#include <minifloat/simd/fork_join.hpp>
 
 using minifloat::detail::fork_join;
 

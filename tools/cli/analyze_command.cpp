@@ -8,7 +8,7 @@
 
 #include <minifloat/analysis/analysis.hpp>
 #include <minifloat/analysis/svg.hpp>
-#include <minifloat/version.hpp>
+#include <minifloat/core/version.hpp>
 
 #include <algorithm>
 #include <atomic>

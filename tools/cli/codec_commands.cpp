@@ -1,6 +1,6 @@
 // minifloat formats | table | encode | decode: the scalar codecs on .npy files.
 #include <minifloat/io/npy.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/all.hpp>
 
 #include <array>
 #include <charconv>

@@ -1,6 +1,6 @@
 #pragma once
 // Format names, rounding and overflow options as the CLI spells them.
-#include <minifloat/minifloat.hpp>
+#include <minifloat/all.hpp>
 
 #include <string>
 

@@ -2,8 +2,8 @@
 // on request, the codes and scales.
 #include <minifloat/io/npy.hpp>
 #include <minifloat/io/tensor_files.hpp>
-#include <minifloat/kernels/quantize.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/simd/quantize_twin.hpp>
+#include <minifloat/all.hpp>
 #include <minifloat/quant/quantized_tensor.hpp>
 
 #include <cmath>
@@ -104,9 +104,9 @@ int cmd_quantize(const argv_t& argv) {
       matrix_shape(in.shape, flatten == "first" ? flatten_mode::first_axis : flatten_mode::last_axis);
   // The SIMD twins of quantize()/dequantize(): the same codes, scales and values bit for bit
   // (tests/simd_equivalence), with the scheme's seed for stochastic rounding.
-  const kernels::bulk_options opts{.seed = s.seed};
-  const quantized_tensor q = kernels::quantize(x, rows, cols, s, opts);
-  const std::vector<float> y = kernels::dequantize(q, opts);
+  const simd::bulk_options opts{.seed = s.seed};
+  const quantized_tensor q = simd::quantize(x, rows, cols, s, opts);
+  const std::vector<float> y = simd::dequantize(q, opts);
   write_npy(a.positional()[1], std::span<const std::size_t>(in.shape), y);
 
   if (auto codes_path = a.get("codes")) {

@@ -25,9 +25,9 @@
 #include <string>
 #include <vector>
 
-#include "../basic_float.hpp"
-#include "../convert.hpp"
-#include "../format_list.hpp"
+#include "../formats/basic_float.hpp"
+#include "../formats/convert.hpp"
+#include "../formats/format_list.hpp"
 
 namespace minifloat::analysis {
 

@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "../block/mx_scale.hpp"
-#include "../errors.hpp"
+#include "../formats/mx_scale.hpp"
+#include "../core/errors.hpp"
 #include "../quant/matrix_view.hpp"
 #include "../quant/quantized_tensor.hpp"
 #include "format_profile.hpp"

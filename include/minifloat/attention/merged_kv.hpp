@@ -25,7 +25,7 @@
 #include <thread>
 #include <vector>
 
-#include "../errors.hpp"
+#include "../core/errors.hpp"
 #include "../quant/matrix_view.hpp"
 #include "../quant/quantized_tensor.hpp"
 #include "../quant/scheme.hpp"

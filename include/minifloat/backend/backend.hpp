@@ -51,10 +51,10 @@
 #include <string_view>
 #include <utility>
 
-#include "../block/mx_scale.hpp"
-#include "../errors.hpp"
+#include "../formats/mx_scale.hpp"
+#include "../core/errors.hpp"
 #include "../gemm/operand.hpp"
-#include "../policy.hpp"
+#include "../core/policy.hpp"
 #include "../quant/scheme.hpp"
 #include "tensor.hpp"
 

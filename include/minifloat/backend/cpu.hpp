@@ -1,11 +1,11 @@
 #pragma once
 // The CPU backend: backend::backend_interface (backend.hpp) on host memory, built on the library's best
 // available functions, bit-exact with the scalar reference either way:
-//   quantize / dynamic_quantize / dequantize   kernels::quantize_with_scales, kernels::quantize,
-//                                              kernels::dequantize (kernels/quantize.hpp), else the
+//   quantize / dynamic_quantize / dequantize   simd::quantize_with_scales, simd::quantize,
+//                                              simd::dequantize (simd/quantize_twin.hpp), else the
 //                                              scalar minifloat::quantize* / dequantize
-//   quantize_with_amax                         kernels::quantize_scaled: codes and amax in one pass
-//   mx_quantize / mx dequantize                kernels::mx_quantize_into / mx_dequantize, then the
+//   quantize_with_amax                         simd::quantize_scaled: codes and amax in one pass
+//   mx_quantize / mx dequantize                simd::mx_quantize_into / mx_dequantize, then the
 //                                              CANN paired scale layout (mx_scales_to_cann)
 //   gemm / grouped_gemm                        minifloat::gemm / grouped_gemm (gemm/blocked.hpp:
 //                                              the fp32_blocks order, bit-identical to the reference)
@@ -23,16 +23,16 @@
 #include <string>
 #include <vector>
 
-#include "../block/mx_tensor.hpp"
-#include "../convert.hpp"
+#include "../quant/mx_tensor.hpp"
+#include "../formats/convert.hpp"
 #include "../formats/float16.hpp"
 #include "../quant/quantized_tensor.hpp"
 #include "../quant/scales.hpp"
 #include "backend.hpp"
 
-#if __has_include("../kernels/quantize.hpp") && __has_include("../kernels/mx.hpp")
-#include "../kernels/mx.hpp"
-#include "../kernels/quantize.hpp"
+#if __has_include("../simd/quantize_twin.hpp") && __has_include("../simd/mx.hpp")
+#include "../simd/mx.hpp"
+#include "../simd/quantize_twin.hpp"
 #define MINIFLOAT_BACKEND_CPU_KERNELS 1
 #else
 #define MINIFLOAT_BACKEND_CPU_KERNELS 0
@@ -197,7 +197,7 @@ class cpu_backend final : public backend_interface {
     const quant_scheme s = detail::cpu::scheme_for(y.type, o.gran, o.block_rows, o.block_cols,
                                                    *to_rounding(o.round), scale_rule::none);
 #if MINIFLOAT_BACKEND_CPU_KERNELS
-    detail::cpu::copy_codes(kernels::quantize_with_scales(xs.matrix(p.rows, p.cols), s, scales), y);
+    detail::cpu::copy_codes(simd::quantize_with_scales(xs.matrix(p.rows, p.cols), s, scales), y);
 #else
     detail::cpu::copy_codes(minifloat::quantize_with_scales(xs.matrix(p.rows, p.cols), s, scales), y);
 #endif
@@ -217,7 +217,7 @@ class cpu_backend final : public backend_interface {
       // s = amax / max_finite: the library's `max` rule, computed by the library.
       const quant_scheme s = detail::cpu::scheme_for(y.type, g, 1, 128, rnd, scale_rule::max);
 #if MINIFLOAT_BACKEND_CPU_KERNELS
-      const quantized_tensor q = kernels::quantize(xs.matrix(p.rows, p.cols), s);
+      const quantized_tensor q = simd::quantize(xs.matrix(p.rows, p.cols), s);
 #else
       const quantized_tensor q = minifloat::quantize(xs.matrix(p.rows, p.cols), s);
 #endif
@@ -240,7 +240,7 @@ class cpu_backend final : public backend_interface {
     }
     const quant_scheme s = detail::cpu::scheme_for(y.type, g, 1, 128, rnd, scale_rule::none);
 #if MINIFLOAT_BACKEND_CPU_KERNELS
-    detail::cpu::copy_codes(kernels::quantize_with_scales(xs.matrix(p.rows, p.cols), s, scales), y);
+    detail::cpu::copy_codes(simd::quantize_with_scales(xs.matrix(p.rows, p.cols), s, scales), y);
 #else
     detail::cpu::copy_codes(minifloat::quantize_with_scales(xs.matrix(p.rows, p.cols), s, scales), y);
 #endif
@@ -272,14 +272,14 @@ class cpu_backend final : public backend_interface {
           for (std::size_t r = 0; r < (flat ? std::size_t{1} : rows); ++r) {
             const std::size_t n = flat ? rows * cols : cols;
             float a = 0.0f;
-            kernels::check(kernels::quantize_scaled_fp4_packed(xs.span().subspan(r * cols, n),
+            simd::check(simd::quantize_scaled_fp4_packed(xs.span().subspan(r * cols, n),
                                                                std::span<std::uint8_t>(codes + r * row_bytes, (n + 1) / 2),
                                                                scales[0], a, conv),
                            who);
             amax = std::max(amax, a);
           }
         } else {
-          kernels::check(kernels::quantize_scaled<Elem>(xs.span(), std::span<std::uint8_t>(codes, rows * cols), scales[0],
+          simd::check(simd::quantize_scaled<Elem>(xs.span(), std::span<std::uint8_t>(codes, rows * cols), scales[0],
                                                         amax, conv),
                          who);
         }
@@ -315,7 +315,7 @@ class cpu_backend final : public backend_interface {
                                                  std::span<std::uint8_t>(plain));
           const auto xb = xs.span().subspan(b * rows * cols, rows * cols);
 #if MINIFLOAT_BACKEND_CPU_KERNELS
-          kernels::check(kernels::mx_quantize_into<Elem>(xb, out), who);
+          simd::check(simd::mx_quantize_into<Elem>(xb, out), who);
 #else
           mx_quantize_into<Elem>(xb, out);
 #endif
@@ -349,7 +349,7 @@ class cpu_backend final : public backend_interface {
                                          std::span<const std::uint8_t>(plain));
             const std::span<float> ob(dst + b * rows * cols, rows * cols);
 #if MINIFLOAT_BACKEND_CPU_KERNELS
-            kernels::check(kernels::mx_dequantize<Elem>(q, ob), who);
+            simd::check(simd::mx_dequantize<Elem>(q, ob), who);
 #else
             mx_dequantize(q, ob);
 #endif
@@ -364,7 +364,7 @@ class cpu_backend final : public backend_interface {
                                   detail::cpu::floats_of(scale), {}};
     const std::span<float> o_span(dst, detail::cpu::usize(out.numel()));
 #if MINIFLOAT_BACKEND_CPU_KERNELS
-    kernels::dequantize(q, o_span);
+    simd::dequantize(q, o_span);
 #else
     minifloat::dequantize(q, o_span);
 #endif

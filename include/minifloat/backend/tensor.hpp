@@ -35,8 +35,8 @@
 #include <string>
 #include <string_view>
 
-#include "../errors.hpp"
-#include "../format_list.hpp"
+#include "../core/errors.hpp"
+#include "../formats/format_list.hpp"
 
 namespace minifloat::backend {
 

@@ -7,7 +7,7 @@
 // always goes up; values below 2^-127 give 0x00 (nothing smaller exists). Zero, negative values,
 // overflow and +-Inf give NaN (non-saturating) or 0x00 / 0xFE (saturating).
 // This is *not* the MX scale rule: block scales come from floor(log2 amax) - emax (block/).
-#include "../basic_float.hpp"
+#include "basic_float.hpp"
 
 namespace minifloat {
 

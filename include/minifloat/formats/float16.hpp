@@ -7,7 +7,7 @@
 // float16   IEEE 754 binary16: S EEEEE MMMMMMMMMM, bias 15. max 0x7BFF = 65504,
 //           min norm 0x0400 = 2^-14, denorm_min 0x0001 = 2^-24, Inf 0x7C00, NaN 0x7E00.
 // Default conversion: round to nearest even, overflow to Inf (IEEE).
-#include "../basic_float.hpp"
+#include "basic_float.hpp"
 
 namespace minifloat {
 

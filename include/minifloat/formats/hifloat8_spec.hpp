@@ -34,8 +34,8 @@
 #include <limits>
 #include <string_view>
 
-#include "../detail/unpacked.hpp"
-#include "../policy.hpp"
+#include "unpacked.hpp"
+#include "../core/policy.hpp"
 
 namespace minifloat {
 

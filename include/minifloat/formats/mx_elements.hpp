@@ -13,7 +13,7 @@
 //                                   codes 0..7 = 0, 0.5, 1, 1.5, 2, 3, 4, 6; 8..15 their negatives
 // Rounding: ties-to-even by default (e.g. E2M1: 0.25 -> 0, 0.75 -> 1, 2.5 -> 2, 5 -> 4).
 // Sources: spec/MX.md sections 1 and 2.3.
-#include "../basic_float.hpp"
+#include "basic_float.hpp"
 
 namespace minifloat {
 

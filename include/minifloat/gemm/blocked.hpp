@@ -34,7 +34,7 @@
 #include <thread>
 #include <vector>
 
-#include "../detail/fork_join.hpp"
+#include "../simd/fork_join.hpp"
 #include "kernels.hpp"
 #include "reference.hpp"
 

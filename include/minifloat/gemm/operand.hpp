@@ -54,9 +54,9 @@
 #include <string>
 #include <vector>
 
-#include "../block/mx_scale.hpp"
-#include "../errors.hpp"
-#include "../format_list.hpp"
+#include "../formats/mx_scale.hpp"
+#include "../core/errors.hpp"
+#include "../formats/format_list.hpp"
 #include "../quant/quantized_tensor.hpp"
 
 namespace minifloat {

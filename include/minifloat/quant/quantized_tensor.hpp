@@ -18,12 +18,12 @@
 #include <string>
 #include <vector>
 
-#include "../block/mx_tensor.hpp"
-#include "../convert.hpp"
-#include "../errors.hpp"
-#include "../format_list.hpp"
-#include "../packed.hpp"
-#include "../random.hpp"
+#include "mx_tensor.hpp"
+#include "../formats/convert.hpp"
+#include "../core/errors.hpp"
+#include "../formats/format_list.hpp"
+#include "../formats/packed.hpp"
+#include "../core/random.hpp"
 #include "matrix_view.hpp"
 #include "scales.hpp"
 #include "scheme.hpp"
@@ -203,7 +203,7 @@ inline std::span<const float> contiguous_rows(matrix_view<const float> x, std::v
   return storage;
 }
 
-/// quantize()'s rule for MX elements (shared with kernels::quantize): OCP MX 6.3 rounds them to
+/// quantize()'s rule for MX elements (shared with simd::quantize): OCP MX 6.3 rounds them to
 /// nearest even, so any other rounding is refused rather than silently replaced.
 inline void check_mx_rounding(const quant_scheme& s) {
   if (s.round != rounding::nearest && s.round != rounding::nearest_even)
@@ -211,7 +211,7 @@ inline void check_mx_rounding(const quant_scheme& s) {
                             std::string(to_string(s.round)));
 }
 
-/// quantize_with_scales' argument checks (shared with kernels::quantize_with_scales): a valid
+/// quantize_with_scales' argument checks (shared with simd::quantize_with_scales): a valid
 /// fp32-scaled scheme and matrix, one finite positive scale per group of the scale grid.
 inline void check_static_scales(matrix_view<const float> x, const quant_scheme& s, std::span<const float> scales) {
   s.validate();
@@ -229,7 +229,7 @@ inline void check_static_scales(matrix_view<const float> x, const quant_scheme& 
       throw std::invalid_argument("quantize_with_scales: scales must be finite and positive, got " + std::to_string(sc));
 }
 
-/// dequantize()'s argument checks (shared with kernels::dequantize): a valid tensor view and
+/// dequantize()'s argument checks (shared with simd::dequantize): a valid tensor view and
 /// rows * cols output floats.
 inline void check_dequantize_output(const quantized_tensor_view& q, std::span<const float> out) {
   q.validate();

@@ -5,8 +5,8 @@
 #include <limits>
 #include <span>
 
-#include "../basic_float.hpp"
-#include "../numeric_limits.hpp"
+#include "../formats/basic_float.hpp"
+#include "../formats/numeric_limits.hpp"
 #include "scheme.hpp"
 
 namespace minifloat {

@@ -21,9 +21,9 @@
 #include <string>
 #include <string_view>
 
-#include "../errors.hpp"
-#include "../format_list.hpp"
-#include "../policy.hpp"
+#include "../core/errors.hpp"
+#include "../formats/format_list.hpp"
+#include "../core/policy.hpp"
 
 namespace minifloat {
 

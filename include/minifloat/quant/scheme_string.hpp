@@ -35,9 +35,9 @@
 #include <utility>
 #include <vector>
 
-#include "../errors.hpp"
-#include "../format_list.hpp"
-#include "../policy.hpp"
+#include "../core/errors.hpp"
+#include "../formats/format_list.hpp"
+#include "../core/policy.hpp"
 #include "scheme.hpp"
 
 namespace minifloat {

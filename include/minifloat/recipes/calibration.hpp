@@ -34,8 +34,8 @@
 #include <string_view>
 #include <vector>
 
-#include "../errors.hpp"
-#include "../format_list.hpp"
+#include "../core/errors.hpp"
+#include "../formats/format_list.hpp"
 #include "../quant/matrix_view.hpp"
 #include "../quant/scales.hpp"
 #include "../quant/scheme.hpp"

@@ -49,7 +49,7 @@
 #include <string_view>
 #include <vector>
 
-#include "../errors.hpp"
+#include "../core/errors.hpp"
 #include "../quant/matrix_view.hpp"
 #include "scaling_rule.hpp"
 #include "tensor_role.hpp"

@@ -35,9 +35,9 @@
 #include <string_view>
 #include <vector>
 
-#include "../errors.hpp"
-#include "../format_list.hpp"
-#include "../numeric_limits.hpp"
+#include "../core/errors.hpp"
+#include "../formats/format_list.hpp"
+#include "../formats/numeric_limits.hpp"
 #include "../quant/matrix_view.hpp"
 #include "../quant/quantized_tensor.hpp"
 #include "../quant/scales.hpp"

@@ -15,7 +15,7 @@
 
 #include <minifloat/backend/cpu.hpp>
 #include <minifloat/gemm/gemm.hpp>
-#include <minifloat/minifloat.hpp>
+#include <minifloat/all.hpp>
 
 #include "support/test_data.hpp"
 

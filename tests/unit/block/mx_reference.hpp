@@ -27,8 +27,8 @@
 #include <limits>
 #include <vector>
 
-#include <minifloat/block/mx_scale.hpp>  // only for the mx_scale_rule enum and the element types
-#include <minifloat/convert.hpp>
+#include <minifloat/formats/mx_scale.hpp>  // only for the mx_scale_rule enum and the element types
+#include <minifloat/formats/convert.hpp>
 
 namespace mx_ref {
 

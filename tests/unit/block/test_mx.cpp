@@ -16,9 +16,9 @@
 #include <tuple>
 #include <vector>
 
-#include <minifloat/block/mx_block.hpp>
-#include <minifloat/block/mx_scale.hpp>
-#include <minifloat/block/mx_tensor.hpp>
+#include <minifloat/formats/mx_block.hpp>
+#include <minifloat/formats/mx_scale.hpp>
+#include <minifloat/quant/mx_tensor.hpp>
 
 #include "unit/block/mx_reference.hpp"
 

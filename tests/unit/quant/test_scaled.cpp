@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include <minifloat/minifloat.hpp>
+#include <minifloat/all.hpp>
 #include <minifloat/quant/quantized_tensor.hpp>
 
 using namespace minifloat;

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include <minifloat/minifloat.hpp>
+#include <minifloat/all.hpp>
 #include <minifloat/recipes/recipes.hpp>
 
 using namespace minifloat;

@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include <minifloat/minifloat.hpp>
+#include <minifloat/all.hpp>
 #include <minifloat/recipes/recipes.hpp>
 
 using namespace minifloat;

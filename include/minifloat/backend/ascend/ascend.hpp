@@ -55,7 +55,7 @@
 #include <utility>
 #include <vector>
 
-#include "../../convert.hpp"
+#include "../../formats/convert.hpp"
 #include "../../formats/float16.hpp"
 #include "../backend.hpp"
 #include "acl_types.hpp"

@@ -8,8 +8,8 @@
 #include <functional>
 #include <limits>
 
-#include "detail/unpacked.hpp"
-#include "policy.hpp"
+#include "unpacked.hpp"
+#include "../core/policy.hpp"
 #include "spec.hpp"
 
 namespace minifloat {

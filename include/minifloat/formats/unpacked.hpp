@@ -5,8 +5,8 @@
 #include <bit>
 #include <cstdint>
 
-#include "../config.hpp"
-#include "../policy.hpp"
+#include "../core/config.hpp"
+#include "../core/policy.hpp"
 
 namespace minifloat::detail {
 

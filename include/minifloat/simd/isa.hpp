@@ -15,40 +15,40 @@
 // bulk_options::path forces a path per call; asking for one the CPU lacks gives
 // kernel_status::unsupported_isa rather than an illegal instruction.
 //
-// ODR note: the AVX2 kernels live in namespace minifloat::kernels::x86_avx2 and always carry
+// ODR note: the AVX2 kernels live in namespace minifloat::simd::avx2 and always carry
 // the target attribute, so a program whose TUs are compiled with different -m flags still has
 // one definition of each. (The scalar reference functions are ordinary inline functions: if some
 // TUs are compiled with -mavx2 and others are not, the linker may keep the AVX2-compiled copy,
 // as for any inline function; build every TU for the oldest CPU you support.)
-#include "common.hpp"
+#include "options.hpp"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
-#define MINIFLOAT_KERNELS_X86 1
+#define MINIFLOAT_SIMD_X86 1
 #include <cpuid.h>
 #else
-#define MINIFLOAT_KERNELS_X86 0
+#define MINIFLOAT_SIMD_X86 0
 #endif
 
 #if defined(__aarch64__) && defined(__ARM_NEON) && (defined(__GNUC__) || defined(__clang__))
-#define MINIFLOAT_KERNELS_NEON 1
+#define MINIFLOAT_SIMD_NEON 1
 #else
-#define MINIFLOAT_KERNELS_NEON 0
+#define MINIFLOAT_SIMD_NEON 0
 #endif
 
-#if MINIFLOAT_KERNELS_X86 && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
-#define MINIFLOAT_KERNELS_STATIC_AVX2 1
+#if MINIFLOAT_SIMD_X86 && defined(__AVX2__) && defined(__FMA__) && defined(__F16C__)
+#define MINIFLOAT_SIMD_STATIC_AVX2 1
 #else
-#define MINIFLOAT_KERNELS_STATIC_AVX2 0
+#define MINIFLOAT_SIMD_STATIC_AVX2 0
 #endif
 
-namespace minifloat::kernels {
+namespace minifloat::simd {
 
 namespace detail {
 
 inline bool cpu_has_avx2_fma_f16c() noexcept {
-#if MINIFLOAT_KERNELS_STATIC_AVX2
+#if MINIFLOAT_SIMD_STATIC_AVX2
   return true;
-#elif MINIFLOAT_KERNELS_X86
+#elif MINIFLOAT_SIMD_X86
   __builtin_cpu_init();
   // __builtin_cpu_supports also checks that the OS saves YMM state (XCR0).
   if (!__builtin_cpu_supports("avx2") || !__builtin_cpu_supports("fma")) return false;
@@ -71,16 +71,16 @@ inline bool cpu_has_avx2_fma_f16c() noexcept {
       static const bool has = detail::cpu_has_avx2_fma_f16c();
       return has;
     }
-    case isa::neon: return MINIFLOAT_KERNELS_NEON != 0;
+    case isa::neon: return MINIFLOAT_SIMD_NEON != 0;
   }
   return false;
 }
 
 /// The path isa::automatic resolves to in this process.
 [[nodiscard]] inline isa detected_isa() noexcept {
-#if MINIFLOAT_KERNELS_STATIC_AVX2
+#if MINIFLOAT_SIMD_STATIC_AVX2
   return isa::avx2;
-#elif MINIFLOAT_KERNELS_NEON
+#elif MINIFLOAT_SIMD_NEON
   return isa::neon;
 #else
   return isa_available(isa::avx2) ? isa::avx2 : isa::scalar;
@@ -104,4 +104,4 @@ namespace detail {
 
 }  // namespace detail
 
-}  // namespace minifloat::kernels
+}  // namespace minifloat::simd

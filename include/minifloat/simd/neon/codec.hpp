@@ -1,9 +1,9 @@
 #pragma once
 // AArch64 NEON bulk codecs: the same functions, signatures and bits as
-// kernels/reference/codec.hpp, 16 elements per step on 4-lane vectors. NEON is part of the
+// simd/scalar/codec.hpp, 16 elements per step on 4-lane vectors. NEON is part of the
 // AArch64 baseline, so this path is static (no run-time check).
 //
-// The algorithms are those of kernels/x86_avx2/codec.hpp (see its header comment): encoding on
+// The algorithms are those of simd/avx2/codec.hpp (see its header comment): encoding on
 // float32 bit patterns with integer operations only (the FPCR rounding mode does not matter),
 // IEEE-like formats by rounding the rebiased pattern, HiF8 by rounding the significand at its
 // binade's width and adding the mantissa to the code of 2^E (vqtbl1q_u8 tables), E8M0 by the
@@ -13,10 +13,10 @@
 //     vpsrlvd/vpsllvd (0 for any count >= 32);
 //   * HiF8's default mode uses the general path (no gather instruction);
 //   * stochastic rounding takes its random bits from the scalar random_bits() (exact, slower);
-//   * MX quantize/dequantize use the scalar twins on this path (kernels/mx.hpp).
-#include "../dispatch.hpp"
+//   * MX quantize/dequantize use the scalar twins on this path (simd/mx.hpp).
+#include "../isa.hpp"
 
-#if MINIFLOAT_KERNELS_NEON
+#if MINIFLOAT_SIMD_NEON
 
 #include <arm_neon.h>
 
@@ -27,20 +27,20 @@
 #include <cstring>
 #include <type_traits>
 
-#include "../../basic_float.hpp"
-#include "../../convert.hpp"
+#include "../../formats/basic_float.hpp"
+#include "../../formats/convert.hpp"
 #include "../../formats/e8m0.hpp"
 #include "../../formats/float16.hpp"
 #include "../../formats/float8.hpp"
 #include "../../formats/hifloat8.hpp"
 #include "../../formats/mx_elements.hpp"
-#include "../../random.hpp"
+#include "../../core/random.hpp"
 
-namespace minifloat::kernels::arm_neon {
+namespace minifloat::simd::neon {
 
 namespace detail {
 
-using kernels::detail::round_kind;
+using simd::detail::round_kind;
 using u32 = uint32x4_t;
 using s32 = int32x4_t;
 
@@ -137,7 +137,7 @@ struct overflow_codes {
   }
 };
 
-/// IEEE-like formats with a zero: round the rebiased float32 pattern (x86_avx2 exmy_encoder).
+/// IEEE-like formats with a zero: round the rebiased float32 pattern (avx2 exmy_encoder).
 template <class Spec, round_kind R>
 struct exmy_encoder {
   static constexpr int M = Spec::mantissa_bits;
@@ -185,7 +185,7 @@ struct exmy_encoder {
   }
 };
 
-/// float8_e8m0fnu (x86_avx2 e8m0_encoder).
+/// float8_e8m0fnu (avx2 e8m0_encoder).
 template <class Spec, round_kind R>
 struct e8m0_encoder {
   u32 ovf, max, nan_out, zero_or_negative, away_xor, away_enable;
@@ -242,7 +242,7 @@ struct hif8_tables {
 };
 inline constexpr hif8_tables hif8_table_data = hif8_tables::make();
 
-/// HiF8, every rounding kind (x86_avx2 hif8_encoder::general).
+/// HiF8, every rounding kind (avx2 hif8_encoder::general).
 template <round_kind R>
 struct hif8_encoder {
   u32 ovf, max, nan_out, away_xor, away_enable;
@@ -404,7 +404,7 @@ float encode_span(const In* x, std::size_t n, void* out, conversion c, float sca
 template <class Spec, class In, scale_kind S, store_kind St>
 float encode_any(const In* x, std::size_t n, void* out, conversion c, float scale, std::uint64_t seed,
                  std::uint64_t first_index) noexcept {
-  switch (kernels::detail::kind_of(c.round, Spec::nearest_rule)) {
+  switch (simd::detail::kind_of(c.round, Spec::nearest_rule)) {
     case round_kind::nearest_even:
       return encode_span<Spec, In, round_kind::nearest_even, S, St>(x, n, out, c, scale, seed, first_index);
     case round_kind::nearest_away:
@@ -570,7 +570,7 @@ void decode_any(const typename T::storage_type* codes, std::size_t n, float* out
 
 }  // namespace detail
 
-// --- the kernel set (signatures as in kernels/reference/codec.hpp) ------------------------------
+// --- the kernel set (signatures as in simd/scalar/codec.hpp) ------------------------------
 
 template <class T, class In>
 void encode(const In* x, std::size_t n, typename T::storage_type* out, conversion c, std::uint64_t seed,
@@ -661,6 +661,6 @@ inline void unpack_nibbles(const std::uint8_t* packed, std::size_t n, std::uint8
   for (; i < n; ++i) codes[i] = static_cast<std::uint8_t>((static_cast<unsigned>(packed[i / 2]) >> (4 * (i & 1))) & 0xFU);
 }
 
-}  // namespace minifloat::kernels::arm_neon
+}  // namespace minifloat::simd::neon
 
-#endif  // MINIFLOAT_KERNELS_NEON
+#endif  // MINIFLOAT_SIMD_NEON

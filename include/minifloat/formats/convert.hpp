@@ -4,8 +4,8 @@
 #include <cstdint>
 
 #include "basic_float.hpp"
-#include "detail/unpacked.hpp"
-#include "policy.hpp"
+#include "unpacked.hpp"
+#include "../core/policy.hpp"
 
 namespace minifloat {
 

@@ -10,8 +10,8 @@
 #include <string_view>
 #include <type_traits>
 
-#include "detail/unpacked.hpp"
-#include "policy.hpp"
+#include "unpacked.hpp"
+#include "../core/policy.hpp"
 
 namespace minifloat {
 

@@ -1,20 +1,20 @@
 #pragma once
 // Scalar twins of the MX kernels: the block layer itself (block/mx_tensor.hpp), called on raw
-// buffers. kernels::x86_avx2 provides the same two functions and must give the same bytes.
+// buffers. simd::avx2 provides the same two functions and must give the same bytes.
 //
 //   mx_quantize<Elem>(x, rows, cols, axis, rule, codes, scales)
 //       x: rows * cols values, row-major; codes: rows * packed_bytes(cols, bits) bytes (FP4 two
 //       per byte within each row); scales: the plain E8M0 grid of mx_scale_shape(rows, cols, axis).
 //   mx_dequantize<Elem>(codes, scales, rows, cols, axis, out)
 //       out: rows * cols floats, float(P) * X.
-// Preconditions (checked by kernels/bulk_mx.hpp): axis 0 or 1, buffers of exactly those sizes.
+// Preconditions (checked by simd/mx.hpp): axis 0 or 1, buffers of exactly those sizes.
 #include <cstddef>
 #include <cstdint>
 #include <span>
 
-#include "../../block/mx_tensor.hpp"
+#include "../../quant/mx_tensor.hpp"
 
-namespace minifloat::kernels::reference {
+namespace minifloat::simd::scalar {
 
 template <mx_element Elem, class In>
 void mx_quantize(const In* x, std::size_t rows, std::size_t cols, int axis, mx_scale_rule rule, std::uint8_t* codes,
@@ -34,4 +34,4 @@ void mx_dequantize(const std::uint8_t* codes, const std::uint8_t* scales, std::s
   minifloat::mx_dequantize(q, std::span(out, rows * cols));
 }
 
-}  // namespace minifloat::kernels::reference
+}  // namespace minifloat::simd::scalar

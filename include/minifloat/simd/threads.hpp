@@ -20,11 +20,11 @@
 #include <thread>
 #include <vector>
 
-#include "../detail/fork_join.hpp"
+#include "fork_join.hpp"
 #include "bulk.hpp"
 #include "mx.hpp"
 
-namespace minifloat::kernels {
+namespace minifloat::simd {
 
 /// Threads a call uses when asked for `threads` (0 = std::thread::hardware_concurrency()).
 [[nodiscard]] inline unsigned thread_count(unsigned threads) noexcept {
@@ -136,4 +136,4 @@ kernel_status mx_quantize_into_parallel(std::span<const In> x, mx_tensor_mutable
   });
 }
 
-}  // namespace minifloat::kernels
+}  // namespace minifloat::simd

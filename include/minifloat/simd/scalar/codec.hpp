@@ -1,9 +1,9 @@
 #pragma once
 // Scalar twins of the bulk codec kernels: one element at a time through the scalar reference
-// codecs (convert.hpp). Every ISA namespace (kernels::x86_avx2, ...) provides the same functions
+// codecs (convert.hpp). Every ISA namespace (simd::avx2, ...) provides the same functions
 // with the same signatures, and is accepted only when it gives the same bits as these.
 //
-// Conventions shared by all ISA namespaces (preconditions are checked by kernels/bulk.hpp):
+// Conventions shared by all ISA namespaces (preconditions are checked by simd/bulk.hpp):
 //   * pointers are valid for n elements (n may be 0; then they may be null); any alignment;
 //   * In is float, bfloat16 or float16 (bf16/fp16 widen to float exactly);
 //   * rounding::stochastic: element i uses random_bits(seed, first_index + i);
@@ -15,12 +15,12 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "../../convert.hpp"
+#include "../../formats/convert.hpp"
 #include "../../formats/float16.hpp"
 #include "../../formats/mx_elements.hpp"
-#include "../../random.hpp"
+#include "../../core/random.hpp"
 
-namespace minifloat::kernels::reference {
+namespace minifloat::simd::scalar {
 
 namespace detail {
 
@@ -134,4 +134,4 @@ inline void unpack_nibbles(const std::uint8_t* packed, std::size_t n, std::uint8
   for (std::size_t i = 0; i < n; ++i) codes[i] = static_cast<std::uint8_t>((static_cast<unsigned>(packed[i / 2]) >> (4 * (i & 1))) & 0xFU);
 }
 
-}  // namespace minifloat::kernels::reference
+}  // namespace minifloat::simd::scalar

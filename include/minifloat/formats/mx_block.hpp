@@ -28,12 +28,12 @@
 #include <span>
 #include <string>
 
-#include "../convert.hpp"
-#include "../detail/unpacked.hpp"
-#include "../errors.hpp"
-#include "../formats/e8m0.hpp"
-#include "../formats/float16.hpp"
-#include "../packed.hpp"
+#include "convert.hpp"
+#include "unpacked.hpp"
+#include "../core/errors.hpp"
+#include "e8m0.hpp"
+#include "float16.hpp"
+#include "packed.hpp"
 #include "mx_scale.hpp"
 
 namespace minifloat {

@@ -16,23 +16,23 @@
 #include <cstdint>
 #include <span>
 
-#include "../block/mx_tensor.hpp"
+#include "../quant/mx_tensor.hpp"
 #include "bulk.hpp"
-#include "reference/mx.hpp"
-#if MINIFLOAT_KERNELS_X86
-#include "x86_avx2/mx.hpp"
+#include "scalar/mx.hpp"
+#if MINIFLOAT_SIMD_X86
+#include "avx2/mx.hpp"
 #endif
 
-namespace minifloat::kernels::detail {
+namespace minifloat::simd::detail {
 // MX kernels exist for AVX2; on AArch64 the NEON path runs the scalar twins.
-#if MINIFLOAT_KERNELS_X86
-namespace mx_simd_ns = x86_avx2;
-#elif MINIFLOAT_KERNELS_NEON
+#if MINIFLOAT_SIMD_X86
+namespace mx_simd_ns = avx2;
+#elif MINIFLOAT_SIMD_NEON
 namespace mx_simd_ns = reference;
 #endif
-}  // namespace minifloat::kernels::detail
+}  // namespace minifloat::simd::detail
 
-namespace minifloat::kernels {
+namespace minifloat::simd {
 
 namespace detail {
 
@@ -41,9 +41,9 @@ kernel_status mx_quantize_impl(std::span<const In> x, mx_tensor_mutable_view<Ele
   if (bad_span(x.data(), x.size())) return kernel_status::null_pointer;
   if (x.size() != out.rows() * out.cols()) return kernel_status::size_mismatch;
   if (out.empty()) return resolve(o.path) == isa::automatic ? kernel_status::unsupported_isa : kernel_status::ok;
-  MINIFLOAT_KERNELS_DISPATCH(
+  MINIFLOAT_SIMD_DISPATCH(
       o.path,
-      reference::mx_quantize<Elem>(x.data(), out.rows(), out.cols(), out.axis(), out.rule(), out.codes().data(),
+      scalar::mx_quantize<Elem>(x.data(), out.rows(), out.cols(), out.axis(), out.rule(), out.codes().data(),
                                    out.scales().data()),
       mx_simd_ns::mx_quantize<Elem>(x.data(), out.rows(), out.cols(), out.axis(), out.rule(), out.codes().data(),
                                   out.scales().data()))
@@ -74,9 +74,9 @@ template <mx_element Elem>
   if (detail::bad_span(out.data(), out.size())) return kernel_status::null_pointer;
   if (out.size() != q.rows() * q.cols()) return kernel_status::size_mismatch;
   if (q.empty()) return detail::resolve(o.path) == isa::automatic ? kernel_status::unsupported_isa : kernel_status::ok;
-  MINIFLOAT_KERNELS_DISPATCH(
+  MINIFLOAT_SIMD_DISPATCH(
       o.path,
-      reference::mx_dequantize<Elem>(q.codes().data(), q.scales().data(), q.rows(), q.cols(), q.axis(), out.data()),
+      scalar::mx_dequantize<Elem>(q.codes().data(), q.scales().data(), q.rows(), q.cols(), q.axis(), out.data()),
       detail::mx_simd_ns::mx_dequantize<Elem>(q.codes().data(), q.scales().data(), q.rows(), q.cols(), q.axis(), out.data()))
   return kernel_status::ok;
 }
@@ -86,4 +86,4 @@ template <mx_element Elem>
   return mx_dequantize(mx_tensor_view<Elem>(q), out, o);
 }
 
-}  // namespace minifloat::kernels
+}  // namespace minifloat::simd

@@ -47,10 +47,10 @@
 #include <span>
 #include <string_view>
 
-#include "../basic_float.hpp"
-#include "../formats/e8m0.hpp"
-#include "../formats/float8.hpp"
-#include "../formats/mx_elements.hpp"
+#include "basic_float.hpp"
+#include "e8m0.hpp"
+#include "float8.hpp"
+#include "mx_elements.hpp"
 
 namespace minifloat {
 

@@ -2,7 +2,7 @@
 // Per-tensor, per-channel/token and block-scaled quantization (quant/scheme.hpp) on the bulk
 // kernels: the same codes and fp32 scales as minifloat::quantize / quantize_with_scales and the
 // same values as minifloat::dequantize (quant/quantized_tensor.hpp), bit for bit, for every
-// granularity (mx goes to kernels/mx.hpp). Per scale group: the finite amax of the group
+// granularity (mx goes to simd/mx.hpp). Per scale group: the finite amax of the group
 // (bulk finite_amax over its row segments), group_scale<Elem>() (the very same scalar function),
 // then quantize_scaled on each row segment (x / s in float32, saturating, the scheme's rounding).
 //
@@ -11,7 +11,7 @@
 // r * cols + c), so the two agree when options.seed == scheme.seed and first_index is 0.
 //
 // These are ordinary throwing functions, like the originals (shape_error, unsupported_error,
-// std::invalid_argument for the same conditions, kernel errors through kernels::check).
+// std::invalid_argument for the same conditions, kernel errors through simd::check).
 #include <algorithm>
 #include <bit>
 #include <cstddef>
@@ -24,7 +24,7 @@
 #include "bulk.hpp"
 #include "mx.hpp"
 
-namespace minifloat::kernels {
+namespace minifloat::simd {
 
 namespace detail {
 
@@ -33,7 +33,7 @@ template <class Elem>
 void store_row_codes(std::span<const code_t<Elem>> row_codes, std::span<std::uint8_t> dst, const bulk_options& o) {
   if (row_codes.empty()) return;
   if constexpr (sizeof_bits<Elem> == 4) {
-    check(pack_nibbles(row_codes, dst, o), "kernels::quantize");
+    check(pack_nibbles(row_codes, dst, o), "simd::quantize");
   } else if constexpr (sizeof(code_t<Elem>) == 2) {
     static_assert(std::endian::native == std::endian::little, "16-bit codes are stored little-endian");
     std::memcpy(dst.data(), row_codes.data(), row_codes.size_bytes());
@@ -47,7 +47,7 @@ template <class Elem>
 void load_row_codes(std::span<const std::uint8_t> src, std::span<code_t<Elem>> row_codes, const bulk_options& o) {
   if (row_codes.empty()) return;
   if constexpr (sizeof_bits<Elem> == 4) {
-    check(unpack_nibbles(src, row_codes, o), "kernels::dequantize");
+    check(unpack_nibbles(src, row_codes, o), "simd::dequantize");
   } else {
     std::memcpy(row_codes.data(), src.data(), row_codes.size_bytes());
   }
@@ -72,7 +72,7 @@ void quantize_scaled_groups(matrix_view<const float> x, const quant_scheme& s, s
         float amax = 0.0f;
         for (std::size_t r = r0; r < r1; ++r) {
           float a = 0.0f;
-          check(finite_amax(std::span<const float>(x.row(r) + c0, c1 - c0), a, o), "kernels::quantize");
+          check(finite_amax(std::span<const float>(x.row(r) + c0, c1 - c0), a, o), "simd::quantize");
           amax = std::max(amax, a);
         }
         scale = group_scale<Elem>(amax, s.rule, s.target);
@@ -90,7 +90,7 @@ void quantize_scaled_groups(matrix_view<const float> x, const quant_scheme& s, s
         float unused = 0.0f;
         check(quantize_scaled<Elem>(std::span<const float>(x.row(r) + c0, c1 - c0),
                                     std::span<code_t<Elem>>(row).subspan(c0, c1 - c0), scales[bi * gc + bj], unused, conv, oc),
-              "kernels::quantize");
+              "simd::quantize");
       }
       store_row_codes<Elem>(row, codes.subspan(r * rb, rb), o);
     }
@@ -108,7 +108,7 @@ void dequantize_scaled_groups(const quantized_tensor_view& q, std::span<float> o
       const std::size_t c0 = bj * tc, c1 = std::min(q.cols, c0 + tc);
       check(dequantize_scaled<Elem>(std::span<const code_t<Elem>>(row).subspan(c0, c1 - c0),
                                     out.subspan(r * q.cols + c0, c1 - c0), q.scales[(r / tr) * gc + bj], o),
-            "kernels::dequantize");
+            "simd::dequantize");
     }
   }
 }
@@ -132,7 +132,7 @@ void dequantize_scaled_groups(const quantized_tensor_view& q, std::span<float> o
         std::vector<float> dense;
         const std::span<const float> src = minifloat::detail::contiguous_rows(x, dense);
         mx_tensor<Elem> m(x.rows, x.cols, s.axis, minifloat::detail::to_mx_rule(s.rule));
-        check(mx_quantize_into<Elem>(src, m.mutable_view(), o), "kernels::quantize");
+        check(mx_quantize_into<Elem>(src, m.mutable_view(), o), "simd::quantize");
         codes.assign(m.codes().begin(), m.codes().end());
         mx_scales.assign(m.scales().begin(), m.scales().end());
         return;
@@ -171,7 +171,7 @@ inline void dequantize(const quantized_tensor_view& q, std::span<float> out, con
       if (q.scheme.gran == granularity::mx) {
         const mx_tensor_view<Elem> m(q.rows, q.cols, q.scheme.axis, minifloat::detail::to_mx_rule(q.scheme.rule),
                                      q.codes, q.mx_scales);
-        check(mx_dequantize<Elem>(m, out, o), "kernels::dequantize");
+        check(mx_dequantize<Elem>(m, out, o), "simd::dequantize");
         return;
       }
     }
@@ -185,4 +185,4 @@ inline void dequantize(const quantized_tensor_view& q, std::span<float> out, con
   return out;
 }
 
-}  // namespace minifloat::kernels
+}  // namespace minifloat::simd

@@ -41,11 +41,11 @@
 #include <type_traits>
 #include <vector>
 
-#include "../errors.hpp"
+#include "../core/errors.hpp"
 #include "../formats/float16.hpp"
-#include "../packed.hpp"
-#include "mx_block.hpp"
-#include "mx_scale.hpp"
+#include "../formats/packed.hpp"
+#include "../formats/mx_block.hpp"
+#include "../formats/mx_scale.hpp"
 
 namespace minifloat {
 

@@ -1,5 +1,5 @@
 #pragma once
-// AVX2 MX quantize/dequantize, same signatures and bytes as kernels/reference/mx.hpp (the block
+// AVX2 MX quantize/dequantize, same signatures and bytes as simd/scalar/mx.hpp (the block
 // layer, block/mx_tensor.hpp).
 //
 // Quantize, per block of 32 (OCP MX 6.3, mx_block.hpp):
@@ -21,12 +21,12 @@
 // float32 subnormal 2^-127, 0xFF NaN), one float32 multiply as the block layer does.
 #include "codec.hpp"
 
-#if MINIFLOAT_KERNELS_X86
+#if MINIFLOAT_SIMD_X86
 
-#include "../../block/mx_scale.hpp"
-#include "../../block/mx_tensor.hpp"
+#include "../../formats/mx_scale.hpp"
+#include "../../quant/mx_tensor.hpp"
 
-namespace minifloat::kernels::x86_avx2 {
+namespace minifloat::simd::avx2 {
 
 namespace detail {
 
@@ -314,6 +314,6 @@ void mx_dequantize(const std::uint8_t* codes, const std::uint8_t* scales, std::s
   detail::mx_dequantize_span<Elem>(codes, scales, rows, cols, axis, out);
 }
 
-}  // namespace minifloat::kernels::x86_avx2
+}  // namespace minifloat::simd::avx2
 
-#endif  // MINIFLOAT_KERNELS_X86
+#endif  // MINIFLOAT_SIMD_X86

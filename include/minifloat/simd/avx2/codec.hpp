@@ -1,8 +1,8 @@
 #pragma once
 // AVX2 (+FMA, F16C) bulk codecs: the same functions, with the same signatures and the same
-// bits, as kernels/reference/codec.hpp. Every function carries [[gnu::target("avx2,fma,f16c")]],
+// bits, as simd/scalar/codec.hpp. Every function carries [[gnu::target("avx2,fma,f16c")]],
 // so this header compiles in any x86-64 TU; call it only when the CPU has those features
-// (kernels/bulk.hpp checks, see dispatch.hpp).
+// (simd/bulk.hpp checks, see dispatch.hpp).
 //
 // Encoding works on float32 bit patterns in 32-bit lanes with integer operations only (no FP
 // rounding, so the MXCSR rounding mode and FTZ/DAZ do not matter), 32 elements per step. It is
@@ -28,9 +28,9 @@
 // is a bfloat16 (at most 4 significant bits, 2^-22 .. 2^15), so float32 = bf16 << 16 and the two
 // bf16 bytes come from two 128-entry byte tables, each looked up with 8 vpshufb (tables pre-XORed
 // so that out-of-range lookups cancel: the "vpshufb cascade"); bf16 is a shift, fp16 is F16C.
-#include "../dispatch.hpp"
+#include "../isa.hpp"
 
-#if MINIFLOAT_KERNELS_X86
+#if MINIFLOAT_SIMD_X86
 
 #include <immintrin.h>
 
@@ -41,7 +41,7 @@
 #include <cstring>
 #include <type_traits>
 
-#include "../../basic_float.hpp"
+#include "../../formats/basic_float.hpp"
 #include "../../formats/e8m0.hpp"
 #include "../../formats/float16.hpp"
 #include "../../formats/float8.hpp"
@@ -51,11 +51,11 @@
 #define MINIFLOAT_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
 #define MINIFLOAT_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 
-namespace minifloat::kernels::x86_avx2 {
+namespace minifloat::simd::avx2 {
 
 namespace detail {
 
-using kernels::detail::round_kind;
+using simd::detail::round_kind;
 
 // ------------------------------------------------------------------------------------------------
 // Small helpers (lanes are 32-bit unless named otherwise)
@@ -616,7 +616,7 @@ MINIFLOAT_AVX2_TARGET float encode_span(const In* x, std::size_t n, void* out, c
 template <class Spec, class In, scale_kind S, store_kind St>
 float encode_any(const In* x, std::size_t n, void* out, conversion c, float scale, std::uint64_t seed,
                  std::uint64_t first_index) noexcept {
-  switch (kernels::detail::kind_of(c.round, Spec::nearest_rule)) {
+  switch (simd::detail::kind_of(c.round, Spec::nearest_rule)) {
     case round_kind::nearest_even:
       return encode_span<Spec, In, round_kind::nearest_even, S, St>(x, n, out, c, scale, seed, first_index);
     case round_kind::nearest_away:
@@ -893,7 +893,7 @@ MINIFLOAT_AVX2_TARGET float finite_amax_span(const In* x, std::size_t n) noexcep
 }  // namespace detail
 
 // ------------------------------------------------------------------------------------------------
-// The kernel set (signatures as in kernels/reference/codec.hpp)
+// The kernel set (signatures as in simd/scalar/codec.hpp)
 
 template <class T, class In>
 void encode(const In* x, std::size_t n, typename T::storage_type* out, conversion c, std::uint64_t seed,
@@ -978,6 +978,6 @@ MINIFLOAT_AVX2_TARGET inline void unpack_nibbles(const std::uint8_t* packed, std
   for (; i < n; ++i) codes[i] = static_cast<std::uint8_t>((static_cast<unsigned>(packed[i / 2]) >> (4 * (i & 1))) & 0xFU);
 }
 
-}  // namespace minifloat::kernels::x86_avx2
+}  // namespace minifloat::simd::avx2
 
-#endif  // MINIFLOAT_KERNELS_X86
+#endif  // MINIFLOAT_SIMD_X86

@@ -1,7 +1,7 @@
 #pragma once
 // Bulk quantize/dequantize over spans: any length, any alignment, every format, every rounding
 // mode and overflow policy of policy.hpp, inputs float32 / bfloat16 / float16. Each call runs on
-// one thread (kernels/threads.hpp splits a span over threads) and picks its ISA path as
+// one thread (simd/threads.hpp splits a span over threads) and picks its ISA path as
 // dispatch.hpp describes; every path gives the bits of the scalar reference (convert.hpp).
 //
 //   encode<T>(x, codes, conversion, options)          codes[i] = encode<T>(x[i], conversion, r_i)
@@ -19,11 +19,11 @@
 // Every function is noexcept and returns kernel_status (common.hpp): null_pointer for a null
 // span with a non-zero size, size_mismatch when the output does not have the input's length
 // (FP4 packed: (n + 1) / 2 bytes), unsupported_isa for a forced path the CPU lacks. Outputs are
-// untouched unless the status is ok. kernels::check(status, "who") throws instead.
+// untouched unless the status is ok. simd::check(status, "who") throws instead.
 //
-// ISA paths (dispatch.hpp): kernels::reference (scalar, the ground truth), kernels::x86_avx2
+// ISA paths (dispatch.hpp): simd::scalar (scalar, the ground truth), simd::avx2
 // (AVX2 + FMA + F16C; chosen at run time, or statically with -mavx2 -mfma -mf16c) and
-// kernels::arm_neon (AArch64, static). bulk_options::path forces one.
+// simd::neon (AArch64, static). bulk_options::path forces one.
 //
 // Floating-point environment: encode/decode use integer arithmetic only, so they do not depend
 // on the rounding mode or FTZ/DAZ. The scaled functions divide (or multiply by an exact
@@ -40,17 +40,17 @@
 #include "../formats/float8.hpp"
 #include "../formats/hifloat8.hpp"
 #include "../formats/mx_elements.hpp"
-#include "common.hpp"
-#include "dispatch.hpp"
-#include "reference/codec.hpp"
-#if MINIFLOAT_KERNELS_X86
-#include "x86_avx2/codec.hpp"
+#include "options.hpp"
+#include "isa.hpp"
+#include "scalar/codec.hpp"
+#if MINIFLOAT_SIMD_X86
+#include "avx2/codec.hpp"
 #endif
-#if MINIFLOAT_KERNELS_NEON
-#include "arm_neon/codec.hpp"
+#if MINIFLOAT_SIMD_NEON
+#include "neon/codec.hpp"
 #endif
 
-namespace minifloat::kernels {
+namespace minifloat::simd {
 
 /// The element types a bulk encoder reads.
 template <class T>
@@ -61,27 +61,27 @@ template <class T>
 using code_t = typename T::storage_type;
 
 /// The SIMD kernel namespace compiled for this target (same functions, same signatures).
-#if MINIFLOAT_KERNELS_X86
-namespace simd_ns = x86_avx2;
-#elif MINIFLOAT_KERNELS_NEON
-namespace simd_ns = arm_neon;
+#if MINIFLOAT_SIMD_X86
+namespace simd_ns = avx2;
+#elif MINIFLOAT_SIMD_NEON
+namespace simd_ns = neon;
 #endif
 
-/// Runs scalar_call (kernels::reference) or simd_call (kernels::simd_ns) for the path `path`
+/// Runs scalar_call (simd::scalar) or simd_call (simd::simd_ns) for the path `path`
 /// resolves to, or returns unsupported_isa. Without a SIMD namespace simd_call is dropped unparsed.
-#if MINIFLOAT_KERNELS_X86 || MINIFLOAT_KERNELS_NEON
-#define MINIFLOAT_KERNELS_DISPATCH(path, scalar_call, simd_call)            \
-  switch (::minifloat::kernels::detail::resolve(path)) {                     \
-    case ::minifloat::kernels::isa::scalar: scalar_call; break;              \
-    case ::minifloat::kernels::isa::avx2:                                    \
-    case ::minifloat::kernels::isa::neon: simd_call; break;                  \
-    default: return ::minifloat::kernels::kernel_status::unsupported_isa;   \
+#if MINIFLOAT_SIMD_X86 || MINIFLOAT_SIMD_NEON
+#define MINIFLOAT_SIMD_DISPATCH(path, scalar_call, simd_call)            \
+  switch (::minifloat::simd::detail::resolve(path)) {                     \
+    case ::minifloat::simd::isa::scalar: scalar_call; break;              \
+    case ::minifloat::simd::isa::avx2:                                    \
+    case ::minifloat::simd::isa::neon: simd_call; break;                  \
+    default: return ::minifloat::simd::kernel_status::unsupported_isa;   \
   }
 #else
-#define MINIFLOAT_KERNELS_DISPATCH(path, scalar_call, simd_call)            \
-  switch (::minifloat::kernels::detail::resolve(path)) {                     \
-    case ::minifloat::kernels::isa::scalar: scalar_call; break;              \
-    default: return ::minifloat::kernels::kernel_status::unsupported_isa;   \
+#define MINIFLOAT_SIMD_DISPATCH(path, scalar_call, simd_call)            \
+  switch (::minifloat::simd::detail::resolve(path)) {                     \
+    case ::minifloat::simd::isa::scalar: scalar_call; break;              \
+    default: return ::minifloat::simd::kernel_status::unsupported_isa;   \
   }
 #endif
 
@@ -91,8 +91,8 @@ template <class T, class In>
 kernel_status encode_impl(std::span<const In> x, std::span<code_t<T>> out, conversion c, const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size()) || bad_span(out.data(), out.size())) return kernel_status::null_pointer;
   if (out.size() != x.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_KERNELS_DISPATCH(o.path,
-                             reference::encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index),
+  MINIFLOAT_SIMD_DISPATCH(o.path,
+                             scalar::encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index),
                              simd_ns::encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index))
   return kernel_status::ok;
 }
@@ -102,8 +102,8 @@ kernel_status encode_fp4_packed_impl(std::span<const In> x, std::span<std::uint8
                                      const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size()) || bad_span(packed.data(), packed.size())) return kernel_status::null_pointer;
   if (packed.size() != (x.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_KERNELS_DISPATCH(o.path,
-                             reference::encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index),
+  MINIFLOAT_SIMD_DISPATCH(o.path,
+                             scalar::encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index),
                              simd_ns::encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index))
   return kernel_status::ok;
 }
@@ -113,8 +113,8 @@ kernel_status quantize_scaled_impl(std::span<const In> x, std::span<code_t<T>> o
                                    conversion c, const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size()) || bad_span(out.data(), out.size())) return kernel_status::null_pointer;
   if (out.size() != x.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_KERNELS_DISPATCH(
-      o.path, amax = reference::encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index),
+  MINIFLOAT_SIMD_DISPATCH(
+      o.path, amax = scalar::encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index),
       amax = simd_ns::encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index))
   return kernel_status::ok;
 }
@@ -124,9 +124,9 @@ kernel_status quantize_scaled_fp4_packed_impl(std::span<const In> x, std::span<s
                                               float& amax, conversion c, const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size()) || bad_span(packed.data(), packed.size())) return kernel_status::null_pointer;
   if (packed.size() != (x.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_KERNELS_DISPATCH(
+  MINIFLOAT_SIMD_DISPATCH(
       o.path,
-      amax = reference::encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index),
+      amax = scalar::encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index),
       amax = simd_ns::encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index))
   return kernel_status::ok;
 }
@@ -134,7 +134,7 @@ kernel_status quantize_scaled_fp4_packed_impl(std::span<const In> x, std::span<s
 template <class In>
 kernel_status finite_amax_impl(std::span<const In> x, float& amax, const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size())) return kernel_status::null_pointer;
-  MINIFLOAT_KERNELS_DISPATCH(o.path, amax = reference::finite_amax(x.data(), x.size()),
+  MINIFLOAT_SIMD_DISPATCH(o.path, amax = scalar::finite_amax(x.data(), x.size()),
                              amax = simd_ns::finite_amax(x.data(), x.size()))
   return kernel_status::ok;
 }
@@ -181,7 +181,7 @@ template <class T>
   if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(out.data(), out.size()))
     return kernel_status::null_pointer;
   if (out.size() != codes.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_KERNELS_DISPATCH(o.path, reference::decode<T>(codes.data(), codes.size(), out.data()),
+  MINIFLOAT_SIMD_DISPATCH(o.path, scalar::decode<T>(codes.data(), codes.size(), out.data()),
                              simd_ns::decode<T>(codes.data(), codes.size(), out.data()))
   return kernel_status::ok;
 }
@@ -192,7 +192,7 @@ template <class T>
   if (detail::bad_span(packed.data(), packed.size()) || detail::bad_span(out.data(), out.size()))
     return kernel_status::null_pointer;
   if (packed.size() != (out.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_KERNELS_DISPATCH(o.path, reference::decode_fp4_packed(packed.data(), out.size(), out.data()),
+  MINIFLOAT_SIMD_DISPATCH(o.path, scalar::decode_fp4_packed(packed.data(), out.size(), out.data()),
                              simd_ns::decode_fp4_packed(packed.data(), out.size(), out.data()))
   return kernel_status::ok;
 }
@@ -245,7 +245,7 @@ template <class T>
   if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(out.data(), out.size()))
     return kernel_status::null_pointer;
   if (out.size() != codes.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_KERNELS_DISPATCH(o.path, reference::decode_scaled<T>(codes.data(), codes.size(), out.data(), scale),
+  MINIFLOAT_SIMD_DISPATCH(o.path, scalar::decode_scaled<T>(codes.data(), codes.size(), out.data(), scale),
                              simd_ns::decode_scaled<T>(codes.data(), codes.size(), out.data(), scale))
   return kernel_status::ok;
 }
@@ -256,8 +256,8 @@ template <class T>
   if (detail::bad_span(packed.data(), packed.size()) || detail::bad_span(out.data(), out.size()))
     return kernel_status::null_pointer;
   if (packed.size() != (out.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_KERNELS_DISPATCH(o.path,
-                             reference::decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale),
+  MINIFLOAT_SIMD_DISPATCH(o.path,
+                             scalar::decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale),
                              simd_ns::decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale))
   return kernel_status::ok;
 }
@@ -284,7 +284,7 @@ template <class T>
   if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(packed.data(), packed.size()))
     return kernel_status::null_pointer;
   if (packed.size() != (codes.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_KERNELS_DISPATCH(o.path, reference::pack_nibbles(codes.data(), codes.size(), packed.data()),
+  MINIFLOAT_SIMD_DISPATCH(o.path, scalar::pack_nibbles(codes.data(), codes.size(), packed.data()),
                              simd_ns::pack_nibbles(codes.data(), codes.size(), packed.data()))
   return kernel_status::ok;
 }
@@ -295,9 +295,9 @@ template <class T>
   if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(packed.data(), packed.size()))
     return kernel_status::null_pointer;
   if (packed.size() != (codes.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_KERNELS_DISPATCH(o.path, reference::unpack_nibbles(packed.data(), codes.size(), codes.data()),
+  MINIFLOAT_SIMD_DISPATCH(o.path, scalar::unpack_nibbles(packed.data(), codes.size(), codes.data()),
                              simd_ns::unpack_nibbles(packed.data(), codes.size(), codes.data()))
   return kernel_status::ok;
 }
 
-}  // namespace minifloat::kernels
+}  // namespace minifloat::simd

@@ -8,7 +8,7 @@
 #include <span>
 #include <string>
 
-#include "errors.hpp"
+#include "../core/errors.hpp"
 
 namespace minifloat {
 

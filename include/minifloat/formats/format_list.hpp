@@ -7,11 +7,11 @@
 #include <type_traits>
 #include <utility>
 
-#include "formats/e8m0.hpp"
-#include "formats/float16.hpp"
-#include "formats/float8.hpp"
-#include "formats/hifloat8.hpp"
-#include "formats/mx_elements.hpp"
+#include "e8m0.hpp"
+#include "float16.hpp"
+#include "float8.hpp"
+#include "hifloat8.hpp"
+#include "mx_elements.hpp"
 
 namespace minifloat {
 

@@ -11,10 +11,10 @@
 #include <string>
 #include <string_view>
 
-#include "../errors.hpp"
-#include "../policy.hpp"
+#include "../core/errors.hpp"
+#include "../core/policy.hpp"
 
-namespace minifloat::kernels {
+namespace minifloat::simd {
 
 /// An instruction-set path. `automatic` is the best one this process can run: the static path
 /// when the translation unit is compiled with -mavx2 -mfma -mf16c (or -march=... implying them),
@@ -102,4 +102,4 @@ constexpr bool bad_span(const T* p, std::size_t n) noexcept {
 
 }  // namespace detail
 
-}  // namespace minifloat::kernels
+}  // namespace minifloat::simd
