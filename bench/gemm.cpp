@@ -9,7 +9,7 @@
 //   sgemv/<N>/threads:<t>               cblas_sgemv(RowMajor, NoTrans) on W (N, K)
 //   gemv_packed/<recipe>/<N>/threads:<t>  1 x 4096 x N, B packed once (packed_weights, outside the
 //                                       timing loop, as inference packs weights at load time)
-//   gemv_packed_avx2/<recipe>/...       the same with gemm_isa::avx2 (HiF8 also has an AVX-512 path)
+//   gemv_packed_avx2/<recipe>/...       the same with simd::isa::avx2 (HiF8 also has an AVX-512 path)
 // Counter GFLOP/s = 2 M N K per second. Each benchmark repeats (--benchmark_repetitions, default
 // 3 here) and reports a "best" aggregate (fastest repetition): the machine this was written on
 // is shared, and the best of a few runs is the least disturbed one, for OpenBLAS and us alike.
@@ -131,7 +131,7 @@ void bm_gemv(benchmark::State& state, std::size_t r) {
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(o.b.codes().size()));
 }
 
-void bm_gemv_packed(benchmark::State& state, std::size_t r, gemm_isa isa) {
+void bm_gemv_packed(benchmark::State& state, std::size_t r, simd::isa isa) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto& o = get(r, 1, n, gemv_k);
   const packed_weights w(o.b.view());
@@ -193,11 +193,11 @@ const bool registered = [] {
         ->Apply(gemv_args);
   for (const std::size_t r : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{4}, std::size_t{5}})
     benchmark::RegisterBenchmark((std::string("gemv_packed/") + recipes[r].name).c_str(),
-                                 [r](benchmark::State& st) { bm_gemv_packed(st, r, gemm_isa::automatic); })
+                                 [r](benchmark::State& st) { bm_gemv_packed(st, r, simd::isa::automatic); })
         ->Apply(gemv_args);
   // HiF8 has an AVX-512 VBMI decoder; this row is the AVX2 one on the same machine.
   benchmark::RegisterBenchmark((std::string("gemv_packed_avx2/") + recipes[0].name).c_str(),
-                               [](benchmark::State& st) { bm_gemv_packed(st, 0, gemm_isa::avx2); })
+                               [](benchmark::State& st) { bm_gemv_packed(st, 0, simd::isa::avx2); })
       ->Apply(gemv_args);
   return true;
 }();

@@ -15,7 +15,6 @@ endfunction()
 
 # minifloat_set_isa_flags(<source>...)
 #   Per-TU ISA flags by file name (STYLE.md section 5: never -march=native on a target):
-#     *avx512*.cpp -> -mavx512f -mavx512bw -mavx512vl -mavx512dq -mavx2 -mfma -mf16c
 #     *avx2*.cpp   -> -mavx2 -mfma -mf16c
 #   Only on x86-64 with GCC/Clang; elsewhere the files compile without them (guard their bodies
 #   with #if defined(__AVX2__) etc.). Code in such a TU must check the CPU at run time
@@ -27,10 +26,7 @@ function(minifloat_set_isa_flags)
   endif()
   foreach(_src IN LISTS ARGN)
     get_filename_component(_name "${_src}" NAME)
-    if(_name MATCHES "avx512.*\\.cpp$")
-      set_source_files_properties("${_src}" PROPERTIES COMPILE_OPTIONS
-        "-mavx512f;-mavx512bw;-mavx512vl;-mavx512dq;-mavx2;-mfma;-mf16c")
-    elseif(_name MATCHES "avx2.*\\.cpp$")
+    if(_name MATCHES "avx2.*\\.cpp$")
       set_source_files_properties("${_src}" PROPERTIES COMPILE_OPTIONS "-mavx2;-mfma;-mf16c")
     endif()
   endforeach()

@@ -1,5 +1,5 @@
 #pragma once
-// Compiler checks and the few macros every header may use.
+// Compiler checks every header relies on.
 #include <version>
 
 #if !defined(__cplusplus) || __cplusplus < 202002L
@@ -7,10 +7,4 @@
 #endif
 #if !defined(__cpp_lib_bit_cast)
 #error "minifloat needs std::bit_cast (<bit>, C++20)"
-#endif
-
-#if defined(__GNUC__) || defined(__clang__)
-#define MINIFLOAT_ALWAYS_INLINE inline __attribute__((always_inline))
-#else
-#define MINIFLOAT_ALWAYS_INLINE inline
 #endif

@@ -47,23 +47,29 @@ enum class gemm_path : std::uint8_t {
   gemv,       ///< the weight-streaming path (any M; meant for small M)
 };
 
-/// Which instruction set the fast path uses.
-enum class gemm_isa : std::uint8_t {
-  automatic,  ///< the widest the CPU has: AVX-512 VBMI (packed HiF8 GEMV only), AVX2/FMA/F16C, scalar
-  scalar,     ///< the portable scalar twins (bit-identical results)
-  avx2,       ///< at most AVX2 (where a path has a wider variant: to test or compare it)
-};
 
 struct gemm_config {
   unsigned threads = 1;          ///< worker threads (0: std::thread::hardware_concurrency())
   gemm_path path = gemm_path::automatic;
-  gemm_isa isa = gemm_isa::automatic;
+  /// The widest ISA level the fast path may use (simd/isa.hpp): automatic = the CPU's best;
+  /// scalar = the portable twins (bit-identical results); avx2 caps the AVX-512 paths.
+  simd::isa isa = simd::isa::automatic;
   std::size_t gemv_max_m = 8;    ///< automatic path: gemv for M <= this
   std::size_t mc = 144, kc = 256, nc = 3072;  ///< blocking (mc rounded to 6, nc to 16)
   std::size_t gemv_kc = 1024;                 ///< GEMV: K run decoded per 16-row panel (long runs stream better)
 };
 
 namespace detail::gemm {
+
+/// cfg.isa resolved against this CPU; a level it cannot run is an error, as in the bulk kernels.
+inline simd::isa resolve_gemm_isa(simd::isa requested) {
+  const simd::isa level = simd::detail::resolve(requested);
+  if (level == simd::isa::automatic)
+    throw unsupported_error("gemm: ISA level " + std::string(simd::to_string(requested)) +
+                            " is not available on this CPU (available: " +
+                            std::string(simd::available_isas_string()) + ")");
+  return level;
+}
 
 /// 64-byte aligned float scratch.
 struct aligned_floats {
@@ -105,7 +111,7 @@ void pack_k_major(const operand& o, decode_fn decode, bool avx2, std::size_t i0,
                   std::size_t kc, std::size_t l, float* dst, float* dst_scales, float* tmp) {
   const std::size_t panels = (rows + P - 1) / P, nb = blocks_in(kc, l);
   bool packed = false;
-#if MINIFLOAT_GEMM_HAVE_AVX2
+#if MINIFLOAT_SIMD_X86
   if (avx2) pack_rows_avx2<P>(o, decode, i0, rows, k0, kc, dst, tmp), packed = true;
 #else
   (void)avx2;
@@ -173,7 +179,7 @@ inline void init_c(const context& ctx, std::size_t m0, std::size_t m1, std::size
 /// The single-block epilogue on one row of C: c[j] = fma(c[j], sa * sb[j], bias[j]) for j in
 /// [0, count) (bias may be null), the last step of the fp32 order; AVX2 when `avx2`.
 inline void epilogue_row(float* c, std::size_t count, float sa, const float* sb, const float* bias, bool avx2) {
-#if MINIFLOAT_GEMM_HAVE_AVX2
+#if MINIFLOAT_SIMD_X86
   if (avx2) {
     epilogue_row_avx2(c, count, sa, sb, bias);
     return;
@@ -239,7 +245,7 @@ inline void run_blocked(const context& ctx, std::size_t m0, std::size_t m1, std:
 
 /// GEMV with B stored (N, K) on AVX2: gemv_nk_avx2 over groups of up to 8 A rows.
 inline bool run_gemv_nk(const context& ctx, std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
-#if MINIFLOAT_GEMM_HAVE_AVX2
+#if MINIFLOAT_SIMD_X86
   const problem& p = *ctx.p;
   if (!ctx.isa.avx2 || !p.b.k_major || (ctx.l != 0 && ctx.l % 32 != 0) || p.k == 0) return false;
   const gemv_nk_fn fn = gemv_nk_avx2_for(p.b.format);
@@ -327,7 +333,7 @@ inline void run_fast(const problem& p, std::span<const float> bias, float* c, st
   if (p.m == 0 || p.n == 0) return;
   context ctx;
   ctx.p = &p;
-  ctx.isa = select_kernels(p.a.format, p.b.format, cfg.isa != gemm_isa::scalar);
+  ctx.isa = select_kernels(p.a.format, p.b.format, resolve_gemm_isa(cfg.isa));
   ctx.single = p.l >= p.k;
   ctx.l = ctx.single ? 0 : p.l;
   const std::size_t kc_target = std::max<std::size_t>(cfg.kc, 1);

@@ -94,7 +94,7 @@ constexpr float packed_p_unit(packed_decoder d) noexcept {
   return d == packed_decoder::shift_e4m3 ? 0x1p56f : d == packed_decoder::shift_e5m2 ? 0x1p48f : 1.0f;
 }
 
-#if MINIFLOAT_GEMM_HAVE_AVX2
+#if MINIFLOAT_SIMD_X86
 
 /// Decoder constants kept in registers (or L1) for a whole run.
 struct packed_tables {
@@ -104,7 +104,7 @@ struct packed_tables {
   __m256i step;     // hifloat8: step of each run (<= 128, one byte)
 };
 
-MINIFLOAT_GEMM_AVX2_TARGET inline void load_packed_tables(const packed_weights& w, packed_tables& t) noexcept {
+MINIFLOAT_TARGET_AVX2 inline void load_packed_tables(const packed_weights& w, packed_tables& t) noexcept {
   alignas(16) std::uint8_t hi[16] = {}, lo[16] = {}, st[16] = {};
   if (w.decoder() == packed_decoder::bf16_lut) {
     const lut128& l = lut128_of(w.format());
@@ -128,15 +128,15 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void load_packed_tables(const packed_weights& 
 }
 
 /// 16 bfloat16 words per vector (two per 32-bit lane) -> floats: low words, high words.
-MINIFLOAT_GEMM_AVX2_TARGET inline __m256 bf16_low_words(__m256i w) noexcept {
+MINIFLOAT_TARGET_AVX2 inline __m256 bf16_low_words(__m256i w) noexcept {
   return _mm256_castsi256_ps(_mm256_slli_epi32(w, 16));
 }
-MINIFLOAT_GEMM_AVX2_TARGET inline __m256 bf16_high_words(__m256i w) noexcept {
+MINIFLOAT_TARGET_AVX2 inline __m256 bf16_high_words(__m256i w) noexcept {
   return _mm256_castsi256_ps(_mm256_and_si256(w, _mm256_set1_epi32(static_cast<int>(0xFFFF0000U))));
 }
 
 /// bfloat16 bytes (lo, hi; 32 values) -> 4 x 8 floats (packed_weights::byte_of order).
-MINIFLOAT_GEMM_AVX2_TARGET inline void widen_bf16(__m256i lo, __m256i hi, __m256* f) noexcept {
+MINIFLOAT_TARGET_AVX2 inline void widen_bf16(__m256i lo, __m256i hi, __m256* f) noexcept {
   const __m256i w0 = _mm256_unpacklo_epi8(lo, hi), w1 = _mm256_unpackhi_epi8(lo, hi);
   f[0] = bf16_low_words(w0), f[1] = bf16_high_words(w0);
   f[2] = bf16_low_words(w1), f[3] = bf16_high_words(w1);
@@ -144,7 +144,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void widen_bf16(__m256i lo, __m256i hi, __m256
 
 /// Rows 32 part .. 32 part + 31 of one packed k-slice -> 4 x 8 floats (rows in order).
 template <packed_decoder D>
-MINIFLOAT_GEMM_AVX2_TARGET inline void packed_decode_part(const std::uint8_t* s, int part, const packed_tables& t,
+MINIFLOAT_TARGET_AVX2 inline void packed_decode_part(const std::uint8_t* s, int part, const packed_tables& t,
                                                           __m256* f) noexcept {
   if constexpr (D == packed_decoder::shift_e4m3 || D == packed_decoder::shift_e5m2) {
     constexpr int sh = D == packed_decoder::shift_e4m3 ? 4 : 3;
@@ -184,7 +184,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void packed_decode_part(const std::uint8_t* s,
 }
 
 /// B's scales of panel q, tile ti, as 8 x 8 floats (rows in order).
-MINIFLOAT_GEMM_AVX2_TARGET inline void packed_tile_scales(const packed_weights& w, std::size_t q, std::size_t ti,
+MINIFLOAT_TARGET_AVX2 inline void packed_tile_scales(const packed_weights& w, std::size_t q, std::size_t ti,
                                                           __m256* sb) noexcept {
   if (w.one_tile()) {
     for (int v = 0; v < 8; ++v) sb[v] = _mm256_loadu_ps(w.row_scales().data() + q * packed_weights::panel_rows + 8 * v);
@@ -205,7 +205,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void packed_tile_scales(const packed_weights& 
 
 /// One panel, all A rows of the job. buf: 32 x 64 floats (M > 1 only).
 template <packed_decoder D>
-MINIFLOAT_GEMM_AVX2_TARGET void packed_panel_avx2(const packed_job& j, std::size_t q, const packed_tables& tables,
+MINIFLOAT_TARGET_AVX2 void packed_panel_avx2(const packed_job& j, std::size_t q, const packed_tables& tables,
                                                   float* buf) noexcept {
   const packed_tables t = tables;  // a local copy: stores to C and buf cannot alias it
   const __m256 p_unit = _mm256_set1_ps(packed_p_unit(D));
@@ -304,18 +304,6 @@ inline packed_panel_fn packed_panel_avx2_for(const packed_weights& w) noexcept {
   }
 }
 
-#if defined(__GNUC__) && !defined(MINIFLOAT_GEMM_NO_AVX512)
-#define MINIFLOAT_GEMM_HAVE_AVX512 1
-#define MINIFLOAT_GEMM_AVX512_TARGET [[gnu::target("avx2,fma,f16c,avx512f,avx512bw,avx512vbmi")]]
-
-inline bool cpu_has_avx512_vbmi() noexcept {
-  static const bool ok = [] {
-    __builtin_cpu_init();
-    return cpu_has_avx2_fma() && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
-           __builtin_cpu_supports("avx512vbmi");
-  }();
-  return ok;
-}
 
 // GCC 12's AVX-512 headers build constants from a deliberately uninitialised variable.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -328,7 +316,7 @@ inline bool cpu_has_avx512_vbmi() noexcept {
 /// side by side, so the same packing serves both: float vector v holds rows 8v .. 8v + 7 in its
 /// low half and rows 32 + 8v .. in its high half. Same fma chains and block steps as the AVX2
 /// kernel (bit-identical); more than one A row goes to the AVX2 kernel.
-MINIFLOAT_GEMM_AVX512_TARGET inline void packed_panel_hif8_avx512(const packed_job& j, std::size_t q,
+MINIFLOAT_TARGET_AVX512 inline void packed_panel_hif8_avx512(const packed_job& j, std::size_t q,
                                                            const packed_tables& tables, float* buf) noexcept {
   if (j.m_rows != 1) {
     packed_panel_avx2<packed_decoder::rank_hif8>(j, q, tables, buf);
@@ -390,22 +378,19 @@ MINIFLOAT_GEMM_AVX512_TARGET inline void packed_panel_hif8_avx512(const packed_j
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic pop
 #endif
-#else
-#define MINIFLOAT_GEMM_HAVE_AVX512 0
-#endif
 
 /// Clears MXCSR.DAZ for its lifetime (the shift decoders feed subnormal B values to the fma).
 struct mxcsr_no_daz {
   unsigned saved;
-  MINIFLOAT_GEMM_AVX2_TARGET mxcsr_no_daz() noexcept : saved(_mm_getcsr()) {
+  MINIFLOAT_TARGET_AVX2 mxcsr_no_daz() noexcept : saved(_mm_getcsr()) {
     if ((saved & 0x40U) != 0) _mm_setcsr(saved & ~0x40U);
   }
-  MINIFLOAT_GEMM_AVX2_TARGET ~mxcsr_no_daz() { _mm_setcsr(saved); }
+  MINIFLOAT_TARGET_AVX2 ~mxcsr_no_daz() { _mm_setcsr(saved); }
   mxcsr_no_daz(const mxcsr_no_daz&) = delete;
   mxcsr_no_daz& operator=(const mxcsr_no_daz&) = delete;
 };
 
-#endif  // MINIFLOAT_GEMM_HAVE_AVX2
+#endif  // MINIFLOAT_SIMD_X86
 
 /// Checks A against the packed B and the output/bias sizes; returns A's operand and L.
 inline std::pair<operand, std::size_t> packed_problem(const quantized_tensor_view& a, const packed_weights& w,
@@ -437,15 +422,13 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
   }
   const bool single = l_block >= k_all;
   const std::size_t l = single ? 0 : l_block, nb = single ? 1 : (k_all + l - 1) / l;
-  const isa_kernels isa = select_kernels(oa.format, w.format(), cfg.isa != gemm_isa::scalar);
+  const simd::isa level = resolve_gemm_isa(cfg.isa);
+  const isa_kernels isa = select_kernels(oa.format, w.format(), level);
   bool fast = false;  // a SIMD panel kernel exists for this format and ISA
-#if MINIFLOAT_GEMM_HAVE_AVX2
+#if MINIFLOAT_SIMD_X86
   packed_panel_fn avx2_panel = isa.avx2 ? packed_panel_avx2_for(w) : nullptr;
-#if MINIFLOAT_GEMM_HAVE_AVX512
-  if (avx2_panel != nullptr && cfg.isa == gemm_isa::automatic && w.decoder() == packed_decoder::rank_hif8 &&
-      cpu_has_avx512_vbmi())
+  if (avx2_panel != nullptr && w.decoder() == packed_decoder::rank_hif8 && simd::detail::allows(level, simd::isa::avx512))
     avx2_panel = &packed_panel_hif8_avx512;
-#endif
   fast = avx2_panel != nullptr;
 #endif
   const float a_unit = fast ? packed_a_unit(w.decoder()) : 1.0f;
@@ -469,7 +452,7 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
 
   const std::size_t panels = w.panels();
   const auto work = [&](std::size_t q0, std::size_t q1) {
-#if MINIFLOAT_GEMM_HAVE_AVX2
+#if MINIFLOAT_SIMD_X86
     packed_tables tables;
     std::vector<float> buf_store;
     float* buf = nullptr;
@@ -491,7 +474,7 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
       packed_job plain = job;  // the scalar twin reads A unscaled
       plain.a = a_plain.data() + m0 * k_all;
       for (std::size_t q = q0; q < q1; ++q) {
-#if MINIFLOAT_GEMM_HAVE_AVX2
+#if MINIFLOAT_SIMD_X86
         if (fast && !w.special_panel(q)) {
           avx2_panel(job, q, tables, buf);
           continue;

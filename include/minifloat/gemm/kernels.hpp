@@ -8,7 +8,7 @@
 //   pack_rows_avx2  decode 8 rows, 8 x 8 float transposes into [k][P] panels
 //   gemv_nk_avx2    GEMV for B stored (N, K): byte transposes, decode, 4 fma chains of 8 outputs
 // AVX2 code is compiled through [[gnu::target]] (no -mavx2 needed) and chosen at run time with
-// __builtin_cpu_supports (cpu_has_avx2_fma); MINIFLOAT_GEMM_NO_AVX2 disables it.
+// the one CPU probe (simd/isa.hpp); gemm_config::isa caps the level per call.
 //
 // AVX2 decoders:
 //   float8_e5m2   code << 8 is the binary16 with the same value: vcvtph2ps (F16C).
@@ -29,13 +29,10 @@
 
 #include "operand.hpp"
 
-#if !defined(MINIFLOAT_GEMM_NO_AVX2) && (defined(__GNUC__) || defined(__clang__)) && \
-    (defined(__x86_64__) || defined(_M_X64))
-#define MINIFLOAT_GEMM_HAVE_AVX2 1
+#include "../simd/isa.hpp"
+
+#if MINIFLOAT_SIMD_X86
 #include <immintrin.h>
-#define MINIFLOAT_GEMM_AVX2_TARGET [[gnu::target("avx2,fma,f16c")]]
-#else
-#define MINIFLOAT_GEMM_HAVE_AVX2 0
 #endif
 
 namespace minifloat::detail::gemm {
@@ -167,23 +164,10 @@ inline const lut128& lut128_of(format_id f) {
   }
 }
 
-#if MINIFLOAT_GEMM_HAVE_AVX2
-
-inline bool cpu_has_avx2_fma() noexcept {
-  static const bool ok = [] {
-    __builtin_cpu_init();
-#if defined(__clang__)
-    // clang's __builtin_cpu_supports has no "f16c"; every AVX2 CPU has F16C (Haswell, Zen onward).
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-#else
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma") && __builtin_cpu_supports("f16c");
-#endif
-  }();
-  return ok;
-}
+#if MINIFLOAT_SIMD_X86
 
 template <decode_kind Kind>
-MINIFLOAT_GEMM_AVX2_TARGET inline __m256 decode8_avx2(const std::uint8_t* p, const float* table) noexcept {
+MINIFLOAT_TARGET_AVX2 inline __m256 decode8_avx2(const std::uint8_t* p, const float* table) noexcept {
   if constexpr (Kind == decode_kind::fp4) {
     std::uint32_t w;
     std::memcpy(&w, p, 4);
@@ -212,7 +196,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline __m256 decode8_avx2(const std::uint8_t* p, con
 
 
 /// `groups` x 32 codes -> floats through the lut128 (see there): 16 vpshufb + 16 xor per 32 codes.
-MINIFLOAT_GEMM_AVX2_TARGET inline void decode32_lut_avx2(const lut128& l, const std::uint8_t* p, std::size_t groups,
+MINIFLOAT_TARGET_AVX2 inline void decode32_lut_avx2(const lut128& l, const std::uint8_t* p, std::size_t groups,
                                                           float* out) noexcept {
   __m256i dh[8], dl[8];
   for (int h = 0; h < 8; ++h) {
@@ -250,7 +234,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void decode32_lut_avx2(const lut128& l, const 
 }
 
 template <decode_kind Kind>
-MINIFLOAT_GEMM_AVX2_TARGET void decode_run_avx2_impl(const operand& o, std::size_t row, std::size_t col,
+MINIFLOAT_TARGET_AVX2 void decode_run_avx2_impl(const operand& o, std::size_t row, std::size_t col,
                                                      std::size_t n, float* out) noexcept {
   const std::uint8_t* r = o.codes + row * o.row_bytes;
   const float* t = o.table->data();
@@ -286,7 +270,7 @@ inline decode_fn decode_avx2_for(format_id f) noexcept {
 }
 
 template <int R>
-MINIFLOAT_GEMM_AVX2_TARGET void kernel_avx2(std::size_t kc, const float* a, const float* b, float* c, std::size_t ldc,
+MINIFLOAT_TARGET_AVX2 void kernel_avx2(std::size_t kc, const float* a, const float* b, float* c, std::size_t ldc,
                                             bool load_c, std::size_t l, const float* sa, const float* sb) noexcept {
   if (l == 0) {
     __m256 c00, c01, c10, c11, c20, c21, c30, c31, c40, c41, c50, c51;
@@ -347,7 +331,7 @@ MINIFLOAT_GEMM_AVX2_TARGET void kernel_avx2(std::size_t kc, const float* a, cons
 /// 8 x 8 register transposes. P = 16 stores two 8-row halves; P = 6 stores 8 lanes per k with
 /// the 2 extra lanes overlapping the next k (overwritten next; dst has 2 floats of slack).
 template <std::size_t P>
-MINIFLOAT_GEMM_AVX2_TARGET void pack_rows_avx2(const operand& o, decode_fn decode, std::size_t i0, std::size_t rows,
+MINIFLOAT_TARGET_AVX2 void pack_rows_avx2(const operand& o, decode_fn decode, std::size_t i0, std::size_t rows,
                                                std::size_t k0, std::size_t kc, float* dst, float* tmp) noexcept {
   static_assert(P == 6 || P == 16);
   const std::size_t panels = (rows + P - 1) / P, k8 = kc / 8 * 8;
@@ -395,7 +379,7 @@ struct lut_regs {
   __m256i dh[8], dl[8];
 };
 
-MINIFLOAT_GEMM_AVX2_TARGET inline void load_lut(const lut128& l, lut_regs& r) noexcept {
+MINIFLOAT_TARGET_AVX2 inline void load_lut(const lut128& l, lut_regs& r) noexcept {
   for (int h = 0; h < 8; ++h) {
     r.dh[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l.dh[h])));
     r.dl[h] = _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(l.dl[h])));
@@ -404,7 +388,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void load_lut(const lut128& l, lut_regs& r) no
 
 /// 32 codes -> the high (hi) and low (lo) bytes of their bfloat16 values, byte for byte in the
 /// codes' positions, through the lut128 (see decode32_lut_avx2).
-MINIFLOAT_GEMM_AVX2_TARGET inline void lut_bytes(const lut_regs& l, bool sign7, __m256i x, __m256i& hi,
+MINIFLOAT_TARGET_AVX2 inline void lut_bytes(const lut_regs& l, bool sign7, __m256i x, __m256i& hi,
                                                  __m256i& lo) noexcept {
   const __m256i c = _mm256_and_si256(x, _mm256_set1_epi8(0x7F));
   const __m256i step = _mm256_set1_epi8(16);
@@ -425,7 +409,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void lut_bytes(const lut_regs& l, bool sign7, 
 }
 
 /// 32 codes (a ymm, in order) -> 4 x 8 floats in order, through the lut128 (see decode32_lut_avx2).
-MINIFLOAT_GEMM_AVX2_TARGET inline void lut_decode32(const lut_regs& l, bool sign7, __m256i raw, __m256* out) noexcept {
+MINIFLOAT_TARGET_AVX2 inline void lut_decode32(const lut_regs& l, bool sign7, __m256i raw, __m256* out) noexcept {
   // qwords 0,2 | 1,3: after the in-lane byte unpack below, elements come out in order.
   __m256i hi, lo;
   lut_bytes(l, sign7, _mm256_permute4x64_epi64(raw, 0xD8), hi, lo);
@@ -438,7 +422,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void lut_decode32(const lut_regs& l, bool sign
 
 /// 8 rows x 8 bytes (rows[r] + off) -> {k0,k1}, {k2,k3}, {k4,k5}, {k6,k7}: 16 bytes each, the 8
 /// rows' byte k in order (an 8 x 8 byte transpose in three unpack stages).
-MINIFLOAT_GEMM_AVX2_TARGET inline void transpose_bytes_8x8(const std::uint8_t* const* rows, std::size_t off,
+MINIFLOAT_TARGET_AVX2 inline void transpose_bytes_8x8(const std::uint8_t* const* rows, std::size_t off,
                                                           __m128i* out) noexcept {
   __m128i x[8];
   for (int r = 0; r < 8; ++r) x[r] = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(rows[r] + off));
@@ -451,7 +435,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void transpose_bytes_8x8(const std::uint8_t* c
 }
 
 /// float8_e5m2, 16 bytes -> 16 floats (lo: bytes 0-7, hi: bytes 8-15): code << 8 is the binary16.
-MINIFLOAT_GEMM_AVX2_TARGET inline void decode16_e5m2(__m128i bytes, __m256& lo, __m256& hi) noexcept {
+MINIFLOAT_TARGET_AVX2 inline void decode16_e5m2(__m128i bytes, __m256& lo, __m256& hi) noexcept {
   const __m256i h = _mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8);
   lo = _mm256_cvtph_ps(_mm256_castsi256_si128(h));
   hi = _mm256_cvtph_ps(_mm256_extracti128_si256(h, 1));
@@ -461,7 +445,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void decode16_e5m2(__m128i bytes, __m256& lo, 
 /// instead: a * 2^8 and b * 2^-8 are exact, so every product, and so every sum, is unchanged).
 /// (code << 8) arithmetic-shifted right by one puts the sign in bits 15 and 14 and the other
 /// 7 bits at 13..7; clearing bit 14 leaves the binary16 pattern of 2^-8 * x.
-MINIFLOAT_GEMM_AVX2_TARGET inline void decode16_e4m3_scaled(__m128i bytes, __m256& lo, __m256& hi) noexcept {
+MINIFLOAT_TARGET_AVX2 inline void decode16_e4m3_scaled(__m128i bytes, __m256& lo, __m256& hi) noexcept {
   const __m256i w = _mm256_slli_epi16(_mm256_cvtepu8_epi16(bytes), 8);
   __m256i h = _mm256_and_si256(_mm256_srai_epi16(w, 1), _mm256_set1_epi16(static_cast<short>(0xBF80)));
   const __m256i is_nan = _mm256_cmpeq_epi16(_mm256_and_si256(h, _mm256_set1_epi16(0x7FFF)), _mm256_set1_epi16(0x3F80));
@@ -471,7 +455,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void decode16_e4m3_scaled(__m128i bytes, __m25
 }
 
 /// FP4: 8 bytes (one per row) -> the low-nibble values and the high-nibble values.
-MINIFLOAT_GEMM_AVX2_TARGET inline void decode_fp4_pairs(__m128i bytes, __m256 mags, __m256& lo, __m256& hi) noexcept {
+MINIFLOAT_TARGET_AVX2 inline void decode_fp4_pairs(__m128i bytes, __m256 mags, __m256& lo, __m256& hi) noexcept {
   const __m256i b = _mm256_cvtepu8_epi32(bytes);
   const __m256i l4 = _mm256_and_si256(b, _mm256_set1_epi32(0xF)), h4 = _mm256_srli_epi32(b, 4);
   lo = _mm256_xor_ps(_mm256_permutevar8x32_ps(mags, l4), _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_srli_epi32(l4, 3), 31)));
@@ -486,7 +470,7 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void decode_fp4_pairs(__m128i bytes, __m256 ma
 ///   l > 0 (a multiple of 32): K-block mode, c holds the running acc (bias-initialised);
 ///           per block acc = fma(p, sa[m][j] * sb[n][j], acc); sa: m_rows x nblocks.
 template <decode_kind Kind>
-MINIFLOAT_GEMM_AVX2_TARGET void gemv_nk_avx2(const operand& b, const float* a, std::size_t m_rows, std::size_t k_all,
+MINIFLOAT_TARGET_AVX2 void gemv_nk_avx2(const operand& b, const float* a, std::size_t m_rows, std::size_t k_all,
                                              std::size_t n0, std::size_t n1, std::size_t l, const float* sa,
                                              std::size_t nblocks, float* c, std::size_t ldc) noexcept {
   constexpr std::size_t groups = 4, rows_per_pass = 8 * groups;  // the fma loop below is written for 4
@@ -617,7 +601,7 @@ inline gemv_nk_fn gemv_nk_avx2_for(format_id f) noexcept {
 }
 
 /// Single-block epilogue for one row: c[n] = fma(c[n], sa * sb[n], bias[n]) (bias may be null).
-MINIFLOAT_GEMM_AVX2_TARGET inline void epilogue_row_avx2(float* c, std::size_t n, float sa, const float* sb,
+MINIFLOAT_TARGET_AVX2 inline void epilogue_row_avx2(float* c, std::size_t n, float sa, const float* sb,
                                                          const float* bias) noexcept {
   const __m256 a = _mm256_set1_ps(sa);
   std::size_t j = 0;
@@ -628,8 +612,6 @@ MINIFLOAT_GEMM_AVX2_TARGET inline void epilogue_row_avx2(float* c, std::size_t n
   for (; j < n; ++j) c[j] = std::fma(c[j], sa * sb[j], bias != nullptr ? bias[j] : 0.0f);
 }
 
-#else
-inline bool cpu_has_avx2_fma() noexcept { return false; }
 #endif
 
 /// The kernel and decoder set of one ISA.
@@ -639,10 +621,11 @@ struct isa_kernels {
   bool avx2 = false;
 };
 
-inline isa_kernels select_kernels(format_id fa, format_id fb, bool want_avx2) noexcept {
+/// The kernels of the widest path `level` (already resolved: simd::detail::resolve) allows.
+inline isa_kernels select_kernels(format_id fa, format_id fb, simd::isa level) noexcept {
   isa_kernels k;
-#if MINIFLOAT_GEMM_HAVE_AVX2
-  if (want_avx2 && cpu_has_avx2_fma()) {
+#if MINIFLOAT_SIMD_X86
+  if (simd::detail::allows(level, simd::isa::avx2)) {
     k.avx2 = true;
     k.kernel[1] = &kernel_avx2<1>, k.kernel[2] = &kernel_avx2<2>, k.kernel[3] = &kernel_avx2<3>;
     k.kernel[4] = &kernel_avx2<4>, k.kernel[5] = &kernel_avx2<5>, k.kernel[6] = &kernel_avx2<6>;
@@ -650,7 +633,7 @@ inline isa_kernels select_kernels(format_id fa, format_id fb, bool want_avx2) no
     return k;
   }
 #else
-  (void)want_avx2, (void)fa, (void)fb;
+  (void)level, (void)fa, (void)fb;
 #endif
   k.kernel[1] = &kernel_scalar<1>, k.kernel[2] = &kernel_scalar<2>, k.kernel[3] = &kernel_scalar<3>;
   k.kernel[4] = &kernel_scalar<4>, k.kernel[5] = &kernel_scalar<5>, k.kernel[6] = &kernel_scalar<6>;

@@ -74,6 +74,7 @@ namespace simd_ns = neon;
   switch (::minifloat::simd::detail::resolve(path)) {                     \
     case ::minifloat::simd::isa::scalar: scalar_call; break;              \
     case ::minifloat::simd::isa::avx2:                                    \
+    case ::minifloat::simd::isa::avx512:                                  \
     case ::minifloat::simd::isa::neon: simd_call; break;                  \
     default: return ::minifloat::simd::kernel_status::unsupported_isa;   \
   }

@@ -1,8 +1,8 @@
 #pragma once
-// Types shared by every bulk kernel and every ISA path: the ISA names, the status a kernel
-// returns instead of throwing, and the per-call options.
+// Types shared by every bulk kernel and every ISA path: the status a kernel returns instead of
+// throwing, and the per-call options (the ISA level itself: isa.hpp).
 //
-// Error handling: every kernel in kernels/ is noexcept and reports a bad call through
+// Error handling: every kernel in simd/ is noexcept and reports a bad call through
 // kernel_status (null data with a non-zero length, spans whose sizes do not fit together, an
 // ISA that is not available). check() turns a status into the library's typed exceptions for
 // callers that prefer throwing. Valid calls always return kernel_status::ok.
@@ -13,28 +13,9 @@
 
 #include "../core/errors.hpp"
 #include "../core/policy.hpp"
+#include "isa.hpp"
 
 namespace minifloat::simd {
-
-/// An instruction-set path. `automatic` is the best one this process can run: the static path
-/// when the translation unit is compiled with -mavx2 -mfma -mf16c (or -march=... implying them),
-/// otherwise chosen once at run time with __builtin_cpu_supports.
-enum class isa : std::uint8_t {
-  automatic,
-  scalar,  ///< kernels/reference: the scalar twins, the ground truth (always available)
-  avx2,    ///< kernels/x86_avx2: AVX2 + FMA + F16C (x86-64 with GCC or Clang)
-  neon,    ///< kernels/arm_neon: AArch64 Advanced SIMD (always present on AArch64)
-};
-
-constexpr std::string_view to_string(isa i) noexcept {
-  switch (i) {
-    case isa::automatic: return "automatic";
-    case isa::scalar: return "scalar";
-    case isa::avx2: return "avx2";
-    case isa::neon: return "neon";
-  }
-  return "?";
-}
 
 enum class kernel_status : std::uint8_t {
   ok,

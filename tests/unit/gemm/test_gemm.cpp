@@ -170,7 +170,7 @@ TEST_CASE("gemm AVX2 decoders equal the scalar decoder for every code", "[gemm]"
     for (const std::size_t start : {std::size_t{0}, std::size_t{2}, std::size_t{3}}) {
       std::vector<float> s(n), v(n);
       detail::gemm::decode_run_scalar(o, 0, start, n - start, s.data());
-      const auto k = detail::gemm::select_kernels(f, f, true);
+      const auto k = detail::gemm::select_kernels(f, f, simd::detected_isa());
       k.decode_a(o, 0, start, n - start, v.data());
       for (std::size_t i = 0; i + start < n; ++i) {
         CAPTURE(i, start);
@@ -206,8 +206,8 @@ TEST_CASE("gemm fast path equals the fp32_blocks reference bit for bit", "[gemm]
         gemm_reference(o.a.view(), o.b.view(), layout, o.bias, std::span<float>(ref), gemm_accumulation::fp32_blocks);
         for (const gemm_path path : {gemm_path::blocked, gemm_path::gemv})
           for (const unsigned threads : {1U, 2U})
-            for (const gemm_isa isa : {gemm_isa::automatic, gemm_isa::scalar}) {
-              if (isa == gemm_isa::scalar && threads == 2) continue;
+            for (const simd::isa isa : {simd::isa::automatic, simd::isa::scalar}) {
+              if (isa == simd::isa::scalar && threads == 2) continue;
               gemm_config cfg;
               cfg.path = path, cfg.threads = threads, cfg.isa = isa;
               cfg.kc = 96, cfg.mc = 12, cfg.nc = 32;  // small blocks: many edges and kc chunks
@@ -217,7 +217,7 @@ TEST_CASE("gemm fast path equals the fp32_blocks reference bit for bit", "[gemm]
               for (std::size_t i = 0; i < out.size(); ++i) bad += same_bits(out[i], ref[i]) ? 0U : 1U;
               INFO(r.name << " " << sh.m << "x" << sh.n << "x" << sh.k << " " << to_string(layout)
                           << (path == gemm_path::gemv ? " gemv" : " blocked") << " threads " << threads
-                          << (isa == gemm_isa::scalar ? " scalar" : " auto"));
+                          << (isa == simd::isa::scalar ? " scalar" : " auto"));
               CHECK(bad == 0);
             }
         // bfloat16 output: RNE of the fp32 result

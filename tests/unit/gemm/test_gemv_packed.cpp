@@ -128,13 +128,13 @@ TEST_CASE("packed GEMV equals the fp32_blocks reference bit for bit", "[gemm][pa
         gemm_reference(a.view(), b.view(), layout, bias, std::span<float>(ref), gemm_accumulation::fp32_blocks);
         const packed_weights w(b.view(), layout);
         for (const unsigned threads : {1U, 2U})
-          for (const gemm_isa isa : {gemm_isa::automatic, gemm_isa::avx2, gemm_isa::scalar}) {
+          for (const simd::isa isa : {simd::isa::automatic, simd::isa::avx2, simd::isa::scalar}) {
             gemm_config cfg;
             cfg.threads = threads, cfg.isa = isa;
             std::vector<float> out(sh.m * sh.n, -1.0f);
             gemm(a.view(), w, bias, std::span<float>(out), cfg);
             INFO(r.name << " " << sh.m << "x" << sh.n << "x" << sh.k << " " << to_string(layout) << " threads "
-                        << threads << (isa == gemm_isa::scalar ? " scalar" : " auto"));
+                        << threads << (isa == simd::isa::scalar ? " scalar" : " auto"));
             CHECK(mismatches(out, ref) == 0);
           }
         std::vector<bfloat16> ob(sh.m * sh.n), rb(sh.m * sh.n);
@@ -169,7 +169,7 @@ TEST_CASE("packed GEMV: every code of every format through the SIMD decoders", "
     const packed_weights w(b.view());
     for (std::size_t q = 0; q < w.panels(); ++q) REQUIRE(!w.special_panel(q));
     INFO(to_string(f));
-    for (const gemm_isa isa : {gemm_isa::automatic, gemm_isa::avx2}) {
+    for (const simd::isa isa : {simd::isa::automatic, simd::isa::avx2}) {
       gemm_config cfg;
       cfg.isa = isa;
       gemm(a.view(), w, {}, std::span<float>(out), cfg);

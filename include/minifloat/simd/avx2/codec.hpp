@@ -48,8 +48,6 @@
 #include "../../formats/hifloat8.hpp"
 #include "../../formats/mx_elements.hpp"
 
-#define MINIFLOAT_AVX2_TARGET __attribute__((target("avx2,fma,f16c")))
-#define MINIFLOAT_AVX2_INLINE __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 
 namespace minifloat::simd::avx2 {
 
@@ -60,34 +58,34 @@ using simd::detail::round_kind;
 // ------------------------------------------------------------------------------------------------
 // Small helpers (lanes are 32-bit unless named otherwise)
 
-MINIFLOAT_AVX2_INLINE __m256i splat(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
-MINIFLOAT_AVX2_INLINE __m256i splat_i(int v) { return _mm256_set1_epi32(v); }
-MINIFLOAT_AVX2_INLINE __m256i all_ones() { return _mm256_set1_epi32(-1); }
-MINIFLOAT_AVX2_INLINE __m256i blend(__m256i a, __m256i b, __m256i mask) {  // mask ? b : a
+MINIFLOAT_INLINE_AVX2 __m256i splat(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
+MINIFLOAT_INLINE_AVX2 __m256i splat_i(int v) { return _mm256_set1_epi32(v); }
+MINIFLOAT_INLINE_AVX2 __m256i all_ones() { return _mm256_set1_epi32(-1); }
+MINIFLOAT_INLINE_AVX2 __m256i blend(__m256i a, __m256i b, __m256i mask) {  // mask ? b : a
   return _mm256_blendv_epi8(a, b, mask);
 }
 
 template <class T>
-MINIFLOAT_AVX2_INLINE __m256i loadu(const T* p) {
+MINIFLOAT_INLINE_AVX2 __m256i loadu(const T* p) {
   return _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
 }
 template <class T>
-MINIFLOAT_AVX2_INLINE void storeu(T* p, __m256i v) {
+MINIFLOAT_INLINE_AVX2 void storeu(T* p, __m256i v) {
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(p), v);
 }
 template <class T>
-MINIFLOAT_AVX2_INLINE __m128i loadu128(const T* p) {
+MINIFLOAT_INLINE_AVX2 __m128i loadu128(const T* p) {
   return _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
 }
 template <class T>
-MINIFLOAT_AVX2_INLINE void storeu128(T* p, __m128i v) {
+MINIFLOAT_INLINE_AVX2 void storeu128(T* p, __m128i v) {
   _mm_storeu_si128(reinterpret_cast<__m128i*>(p), v);
 }
 
 /// 8 inputs as float32 bit patterns (bf16 and fp16 widen exactly; F16C's vcvtph2ps is exact,
 /// subnormals included).
 template <class In>
-MINIFLOAT_AVX2_INLINE __m256i load8(const In* p) {
+MINIFLOAT_INLINE_AVX2 __m256i load8(const In* p) {
   if constexpr (std::is_same_v<In, float>) {
     return loadu(p);
   } else if constexpr (std::is_same_v<In, bfloat16>) {
@@ -107,7 +105,7 @@ MINIFLOAT_AVX2_INLINE __m256i load8(const In* p) {
 
 inline constexpr std::uint64_t golden = 0x9E3779B97F4A7C15ULL;
 
-MINIFLOAT_AVX2_INLINE __m256i mul64_const(__m256i z, std::uint64_t c) {
+MINIFLOAT_INLINE_AVX2 __m256i mul64_const(__m256i z, std::uint64_t c) {
   const __m256i c_lo = _mm256_set1_epi64x(static_cast<long long>(c & 0xFFFFFFFFULL));
   const __m256i c_hi = _mm256_set1_epi64x(static_cast<long long>(c >> 32));
   const __m256i lo_lo = _mm256_mul_epu32(z, c_lo);
@@ -116,7 +114,7 @@ MINIFLOAT_AVX2_INLINE __m256i mul64_const(__m256i z, std::uint64_t c) {
   return _mm256_add_epi64(lo_lo, _mm256_slli_epi64(_mm256_add_epi64(lo_hi, hi_lo), 32));
 }
 
-MINIFLOAT_AVX2_INLINE __m256i splitmix_finalise(__m256i z) {
+MINIFLOAT_INLINE_AVX2 __m256i splitmix_finalise(__m256i z) {
   z = _mm256_xor_si256(z, _mm256_srli_epi64(z, 30));
   z = mul64_const(z, 0xBF58476D1CE4E5B9ULL);
   z = _mm256_xor_si256(z, _mm256_srli_epi64(z, 27));
@@ -127,13 +125,13 @@ MINIFLOAT_AVX2_INLINE __m256i splitmix_finalise(__m256i z) {
 struct random8 {
   __m256i z0, z1;
 
-  MINIFLOAT_AVX2_INLINE random8(std::uint64_t seed, std::uint64_t index) {
+  MINIFLOAT_INLINE_AVX2 random8(std::uint64_t seed, std::uint64_t index) {
     const auto z = [&](std::uint64_t j) { return static_cast<long long>(seed + (index + j + 1) * golden); };
     z0 = _mm256_set_epi64x(z(5), z(4), z(1), z(0));
     z1 = _mm256_set_epi64x(z(7), z(6), z(3), z(2));
   }
   /// random_bits(seed, index + k) for k = 0..7, then advances by 8.
-  MINIFLOAT_AVX2_INLINE __m256i next() {
+  MINIFLOAT_INLINE_AVX2 __m256i next() {
     const __m256i f0 = splitmix_finalise(z0), f1 = splitmix_finalise(z1);
     const __m256i step = _mm256_set1_epi64x(static_cast<long long>(8 * golden));
     z0 = _mm256_add_epi64(z0, step);
@@ -155,7 +153,7 @@ struct round_inputs {
 };
 
 template <round_kind R, bool CustomTie = false>
-MINIFLOAT_AVX2_INLINE __m256i round_shift(__m256i sig, __m256i d, const round_inputs& in) {
+MINIFLOAT_INLINE_AVX2 __m256i round_shift(__m256i sig, __m256i d, const round_inputs& in) {
   const __m256i thirty_two = splat(32);
   if constexpr (R == round_kind::nearest_even) {
     // sig + (half - 1) + tie_up: a tie carries iff tie_up; above half always carries.
@@ -244,14 +242,14 @@ struct exmy_encoder {
 
   __m256i ovf, max, nan_out, away_xor, away_enable;
 
-  MINIFLOAT_AVX2_INLINE exmy_encoder(conversion c) {
+  MINIFLOAT_INLINE_AVX2 exmy_encoder(conversion c) {
     const auto k = overflow_codes<Spec>::from(c);
     const auto dl = directed_lanes::from(c.round);
     ovf = splat(k.ovf), max = splat(k.max), nan_out = splat(k.nan_out);
     away_xor = splat(dl.away_xor), away_enable = splat(dl.away_enable);
   }
 
-  MINIFLOAT_AVX2_INLINE __m256i operator()(__m256i x, __m256i random) const {
+  MINIFLOAT_INLINE_AVX2 __m256i operator()(__m256i x, __m256i random) const {
     const __m256i a = _mm256_and_si256(x, splat(0x7FFFFFFFU));
     __m256i p, d;
     if constexpr (emin_biased == 1) {
@@ -294,7 +292,7 @@ template <class Spec, round_kind R>
 struct e8m0_encoder {
   __m256i ovf, max, nan_out, zero_or_negative, away_xor, away_enable;
 
-  MINIFLOAT_AVX2_INLINE e8m0_encoder(conversion c) {
+  MINIFLOAT_INLINE_AVX2 e8m0_encoder(conversion c) {
     const auto k = overflow_codes<Spec>::from(c);
     const auto dl = directed_lanes::from(c.round);
     const bool sat = c.on_overflow != overflow::non_saturating;
@@ -303,7 +301,7 @@ struct e8m0_encoder {
     away_xor = splat(dl.away_xor), away_enable = splat(dl.away_enable);
   }
 
-  MINIFLOAT_AVX2_INLINE __m256i operator()(__m256i x, __m256i random) const {
+  MINIFLOAT_INLINE_AVX2 __m256i operator()(__m256i x, __m256i random) const {
     const __m256i a = _mm256_and_si256(x, splat(0x7FFFFFFFU));
     const __m256i eb = _mm256_srli_epi32(a, 23);
     const __m256i normal = _mm256_cmpgt_epi32(eb, _mm256_setzero_si256());
@@ -370,7 +368,7 @@ static_assert([] {
   return hifloat8_spec::pack(15, 1) == hifloat8_spec::inf_code;
 }());
 
-MINIFLOAT_AVX2_INLINE __m256i table16(const std::array<std::uint8_t, 16>& t) {
+MINIFLOAT_INLINE_AVX2 __m256i table16(const std::array<std::uint8_t, 16>& t) {
   return _mm256_broadcastsi128_si256(_mm_loadu_si128(reinterpret_cast<const __m128i*>(t.data())));
 }
 
@@ -408,7 +406,7 @@ struct hif8_encoder {
   static constexpr bool exact_tiny_inputs = R == round_kind::directed;
   __m256i ovf, max, nan_out, away_xor, away_enable, width, base, negbit;
 
-  MINIFLOAT_AVX2_INLINE hif8_encoder(conversion c) {
+  MINIFLOAT_INLINE_AVX2 hif8_encoder(conversion c) {
     const auto k = overflow_codes<hifloat8_spec>::from(c);
     const auto dl = directed_lanes::from(c.round);
     ovf = splat(k.ovf), max = splat(k.max), nan_out = splat(k.nan_out);
@@ -419,13 +417,13 @@ struct hif8_encoder {
   }
 
   /// Byte lookup in a 16-entry table for lanes holding 0..15 (upper index bytes select nothing).
-  MINIFLOAT_AVX2_INLINE static __m256i lookup(__m256i table, __m256i idx) {
+  MINIFLOAT_INLINE_AVX2 static __m256i lookup(__m256i table, __m256i idx) {
     return _mm256_shuffle_epi8(table, _mm256_or_si256(idx, splat(0x80808000U)));
   }
 
   /// The code of 2^E (E = e2, 32-bit lanes, -23 <= E <= 15 meaningful): the table for |E| <= 15
   /// plus the exponent-sign bit, E + 23 in the denormal binades.
-  MINIFLOAT_AVX2_INLINE __m256i binade_code(__m256i e2) const {
+  MINIFLOAT_INLINE_AVX2 __m256i binade_code(__m256i e2) const {
     const __m256i idx = _mm256_min_epi32(_mm256_abs_epi32(e2), splat(15));
     const __m256i code = _mm256_or_si256(lookup(base, idx),
                                          _mm256_and_si256(lookup(negbit, idx), _mm256_cmpgt_epi32(_mm256_setzero_si256(), e2)));
@@ -433,7 +431,7 @@ struct hif8_encoder {
   }
 
   /// Sign (none on the one zero), then NaN.
-  MINIFLOAT_AVX2_INLINE __m256i finish(__m256i code, __m256i x, __m256i a) const {
+  MINIFLOAT_INLINE_AVX2 __m256i finish(__m256i code, __m256i x, __m256i a) const {
     const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(x, 24), splat(0x80U));
     code = _mm256_or_si256(code, _mm256_andnot_si256(_mm256_cmpeq_epi32(code, _mm256_setzero_si256()), sign));
     return blend(code, nan_out, _mm256_cmpgt_epi32(a, splat(0x7F800000U)));
@@ -442,7 +440,7 @@ struct hif8_encoder {
   /// Ties-away (HiF8's default): one gather from hif8_away_table per 8 lanes. Exponents are
   /// clamped into the table (everything below 2^-23 encodes as 0, everything from 2^16 up, Inf
   /// included, overflows); then overflow policy, sign and NaN as in every path.
-  MINIFLOAT_AVX2_INLINE __m256i nearest_away_fast(__m256i x) const {
+  MINIFLOAT_INLINE_AVX2 __m256i nearest_away_fast(__m256i x) const {
     constexpr auto& t = hif8_away_table_data;
     const __m256i a = _mm256_and_si256(x, splat(0x7FFFFFFFU));
     const __m256i eb = _mm256_min_epi32(_mm256_max_epi32(_mm256_srli_epi32(a, 23), splat(t.first_row)),
@@ -454,7 +452,7 @@ struct hif8_encoder {
     return finish(code, x, a);
   }
 
-  MINIFLOAT_AVX2_INLINE __m256i operator()(__m256i x, __m256i random) const {
+  MINIFLOAT_INLINE_AVX2 __m256i operator()(__m256i x, __m256i random) const {
     if constexpr (R == round_kind::nearest_away) {
       (void)random;
       return nearest_away_fast(x);
@@ -464,7 +462,7 @@ struct hif8_encoder {
   }
 
   /// Every rounding kind, on the significand: kept = sig >> d rounded (round_shift).
-  MINIFLOAT_AVX2_INLINE __m256i general(__m256i x, __m256i random) const {
+  MINIFLOAT_INLINE_AVX2 __m256i general(__m256i x, __m256i random) const {
     const __m256i a = _mm256_and_si256(x, splat(0x7FFFFFFFU));
     const __m256i eb = _mm256_srli_epi32(a, 23);
     const __m256i e = _mm256_sub_epi32(eb, splat(127));
@@ -527,7 +525,7 @@ using encoder_for = std::conditional_t<std::is_same_v<Spec, hifloat8_spec>, hif8
 // x / s, in float32, with the finite amax of the raw input), then a store stage.
 
 /// m = max(m, |v|) over the finite lanes of v (float32 bits).
-MINIFLOAT_AVX2_INLINE void finite_max_step(__m256i v, __m256i& m) {
+MINIFLOAT_INLINE_AVX2 void finite_max_step(__m256i v, __m256i& m) {
   const __m256i a = _mm256_and_si256(v, splat(0x7FFFFFFFU));
   m = _mm256_max_epi32(m, _mm256_and_si256(a, _mm256_cmpgt_epi32(splat(0x7F800000U), a)));
 }
@@ -537,7 +535,7 @@ enum class store_kind : std::uint8_t { u8, u16, nibbles };
 
 /// 4 x 8 codes (32-bit lanes, each < 2^16) -> memory.
 template <store_kind St>
-MINIFLOAT_AVX2_INLINE void store32(void* out, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+MINIFLOAT_INLINE_AVX2 void store32(void* out, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
   if constexpr (St == store_kind::u16) {
     auto* o = static_cast<std::uint16_t*>(out);
     storeu(o, _mm256_permute4x64_epi64(_mm256_packus_epi32(c0, c1), 0xD8));
@@ -563,7 +561,7 @@ constexpr std::size_t out_bytes(std::size_t n) noexcept {
 }
 
 template <class Spec, class In, round_kind R, scale_kind S, store_kind St>
-MINIFLOAT_AVX2_INLINE void encode32(const In* x, void* out, const encoder_for<Spec, R>& enc, __m256 scale,
+MINIFLOAT_INLINE_AVX2 void encode32(const In* x, void* out, const encoder_for<Spec, R>& enc, __m256 scale,
                                     __m256i& amax, random8& rng) {
   __m256i c[4];
   for (int k = 0; k < 4; ++k) {
@@ -580,7 +578,7 @@ MINIFLOAT_AVX2_INLINE void encode32(const In* x, void* out, const encoder_for<Sp
   store32<St>(out, c[0], c[1], c[2], c[3]);
 }
 
-MINIFLOAT_AVX2_INLINE float hmax_bits(__m256i v) {
+MINIFLOAT_INLINE_AVX2 float hmax_bits(__m256i v) {
   __m128i m = _mm_max_epu32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
   m = _mm_max_epu32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(1, 0, 3, 2)));
   m = _mm_max_epu32(m, _mm_shuffle_epi32(m, _MM_SHUFFLE(2, 3, 0, 1)));
@@ -590,7 +588,7 @@ MINIFLOAT_AVX2_INLINE float hmax_bits(__m256i v) {
 /// The whole span: full steps of 32, then the tail through zero-padded local buffers (zeros do
 /// not change the amax; their codes are not stored).
 template <class Spec, class In, round_kind R, scale_kind S, store_kind St>
-MINIFLOAT_AVX2_TARGET float encode_span(const In* x, std::size_t n, void* out, conversion c, float scale,
+MINIFLOAT_TARGET_AVX2 float encode_span(const In* x, std::size_t n, void* out, conversion c, float scale,
                                         std::uint64_t seed, std::uint64_t first_index) noexcept {
   const encoder_for<Spec, R> enc(c);
   const __m256 sv = _mm256_set1_ps(scale);
@@ -694,7 +692,7 @@ struct lut_decoder {
   static_assert(!L::signed8 || decode_lut_data<Spec>.sign_symmetric);
   __m256i hi[L::tables], lo[L::tables];
 
-  MINIFLOAT_AVX2_INLINE lut_decoder() {
+  MINIFLOAT_INLINE_AVX2 lut_decoder() {
     for (std::size_t t = 0; t < L::tables; ++t) {
       hi[t] = _mm256_broadcastsi128_si256(loadu128(decode_lut_data<Spec>.hi.data() + 16 * t));
       lo[t] = _mm256_broadcastsi128_si256(loadu128(decode_lut_data<Spec>.lo.data() + 16 * t));
@@ -702,7 +700,7 @@ struct lut_decoder {
   }
 
   /// 32 codes (one per byte) -> 4 x 8 float32 bit patterns, in order.
-  MINIFLOAT_AVX2_INLINE void operator()(const std::uint8_t* p, __m256i out[4]) const {
+  MINIFLOAT_INLINE_AVX2 void operator()(const std::uint8_t* p, __m256i out[4]) const {
     const __m256i codes = loadu(p);
     // Pre-permute the dwords (4 codes each) so that the in-lane unpacks below come out in order.
     const __m256i v = _mm256_permutevar8x32_epi32(codes, _mm256_setr_epi32(0, 2, 4, 6, 1, 3, 5, 7));
@@ -734,7 +732,7 @@ struct lut_decoder {
 
 /// E8M0: 2^(c - 127) = c << 23, except 0x00 (2^-127, a float32 subnormal) and 0xFF (NaN).
 struct e8m0_decoder {
-  MINIFLOAT_AVX2_INLINE void operator()(const std::uint8_t* p, __m256i out[4]) const {
+  MINIFLOAT_INLINE_AVX2 void operator()(const std::uint8_t* p, __m256i out[4]) const {
     for (int k = 0; k < 4; ++k) {
       const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * k)));
       __m256i b = _mm256_slli_epi32(c, 23);
@@ -761,9 +759,9 @@ struct exmy_decoder {
   }();
   __m256i subnormals;
 
-  MINIFLOAT_AVX2_INLINE exmy_decoder() : subnormals(loadu(subnormal_bits.data())) {}
+  MINIFLOAT_INLINE_AVX2 exmy_decoder() : subnormals(loadu(subnormal_bits.data())) {}
 
-  MINIFLOAT_AVX2_INLINE void operator()(const std::uint8_t* p, __m256i out[4]) const {
+  MINIFLOAT_INLINE_AVX2 void operator()(const std::uint8_t* p, __m256i out[4]) const {
     for (int k = 0; k < 4; ++k) {
       const __m256i c = _mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p + 8 * k)));
       const __m256i mag = _mm256_and_si256(c, splat(Spec::magnitude_mask));
@@ -788,7 +786,7 @@ using decoder8_for =
 /// 16-bit codes: 8 of them -> float32 bits; NaN payloads canonicalised to +-0x7FC00000 as the
 /// scalar decode (via double) does.
 template <class Spec>
-MINIFLOAT_AVX2_INLINE __m256i decode16x8(__m128i codes) {
+MINIFLOAT_INLINE_AVX2 __m256i decode16x8(__m128i codes) {
   const __m256i c = _mm256_cvtepu16_epi32(codes);
   __m256i b;
   if constexpr (Spec::exponent_bits == 8) b = _mm256_slli_epi32(c, 16);                 // bfloat16
@@ -802,14 +800,14 @@ MINIFLOAT_AVX2_INLINE __m256i decode16x8(__m128i codes) {
 enum class decode_store : std::uint8_t { plain, scaled };
 
 template <class Spec, decode_store D>
-MINIFLOAT_AVX2_INLINE void store_decoded(float* out, __m256i bits, __m256 scale) {
+MINIFLOAT_INLINE_AVX2 void store_decoded(float* out, __m256i bits, __m256 scale) {
   __m256 f = _mm256_castsi256_ps(bits);
   if constexpr (D == decode_store::scaled) f = _mm256_mul_ps(f, scale);
   _mm256_storeu_ps(out, f);
 }
 
 /// 16 bytes of FP4 nibble pairs (element 2i low) -> 32 codes, one per byte, into `out`.
-MINIFLOAT_AVX2_INLINE void unpack32_nibbles(const std::uint8_t* p, std::uint8_t* out) {
+MINIFLOAT_INLINE_AVX2 void unpack32_nibbles(const std::uint8_t* p, std::uint8_t* out) {
   const __m128i b = loadu128(p);
   const __m128i lo = _mm_and_si128(b, _mm_set1_epi8(0x0F));
   const __m128i hi = _mm_and_si128(_mm_srli_epi16(b, 4), _mm_set1_epi8(0x0F));
@@ -818,7 +816,7 @@ MINIFLOAT_AVX2_INLINE void unpack32_nibbles(const std::uint8_t* p, std::uint8_t*
 
 /// The 32 one-per-byte codes starting at element i (FP4: from nibble pairs, via `buf`).
 template <bool Packed>
-MINIFLOAT_AVX2_INLINE const std::uint8_t* codes32_at(const std::uint8_t* codes, std::size_t i, std::uint8_t* buf) {
+MINIFLOAT_INLINE_AVX2 const std::uint8_t* codes32_at(const std::uint8_t* codes, std::size_t i, std::uint8_t* buf) {
   if constexpr (Packed) {
     unpack32_nibbles(codes + i / 2, buf);
     return buf;
@@ -830,7 +828,7 @@ MINIFLOAT_AVX2_INLINE const std::uint8_t* codes32_at(const std::uint8_t* codes, 
 
 /// Codes one per byte (Packed = false) or FP4 nibble pairs (Packed = true) -> floats.
 template <class Spec, bool Packed, decode_store D>
-MINIFLOAT_AVX2_TARGET void decode8_span(const std::uint8_t* codes, std::size_t n, float* out, float scale) noexcept {
+MINIFLOAT_TARGET_AVX2 void decode8_span(const std::uint8_t* codes, std::size_t n, float* out, float scale) noexcept {
   const decoder8_for<Spec> dec{};
   const __m256 sv = _mm256_set1_ps(scale);
   constexpr std::size_t in_step = Packed ? 16 : 32;
@@ -853,7 +851,7 @@ MINIFLOAT_AVX2_TARGET void decode8_span(const std::uint8_t* codes, std::size_t n
 }
 
 template <class Spec, decode_store D>
-MINIFLOAT_AVX2_TARGET void decode16_span(const std::uint16_t* codes, std::size_t n, float* out, float scale) noexcept {
+MINIFLOAT_TARGET_AVX2 void decode16_span(const std::uint16_t* codes, std::size_t n, float* out, float scale) noexcept {
   const __m256 sv = _mm256_set1_ps(scale);
   std::size_t i = 0;
   for (; i + 8 <= n; i += 8) store_decoded<Spec, D>(out + i, decode16x8<Spec>(loadu128(codes + i)), sv);
@@ -874,7 +872,7 @@ void decode_any(const typename T::storage_type* codes, std::size_t n, float* out
 }
 
 template <class In>
-MINIFLOAT_AVX2_TARGET float finite_amax_span(const In* x, std::size_t n) noexcept {
+MINIFLOAT_TARGET_AVX2 float finite_amax_span(const In* x, std::size_t n) noexcept {
   __m256i m0 = _mm256_setzero_si256(), m1 = _mm256_setzero_si256();
   std::size_t i = 0;
   for (; i + 16 <= n; i += 16) {
@@ -952,7 +950,7 @@ inline void decode_scaled_fp4_packed(const std::uint8_t* packed, std::size_t n, 
   detail::decode8_span<float4_e2m1fn::spec, true, detail::decode_store::scaled>(packed, n, out, scale);
 }
 
-MINIFLOAT_AVX2_TARGET inline void pack_nibbles(const std::uint8_t* codes, std::size_t n, std::uint8_t* packed) noexcept {
+MINIFLOAT_TARGET_AVX2 inline void pack_nibbles(const std::uint8_t* codes, std::size_t n, std::uint8_t* packed) noexcept {
   std::size_t i = 0;
   const __m256i low = _mm256_set1_epi16(0x000F), high = _mm256_set1_epi16(0x00F0);
   for (; i + 32 <= n; i += 32) {
@@ -967,7 +965,7 @@ MINIFLOAT_AVX2_TARGET inline void pack_nibbles(const std::uint8_t* codes, std::s
   }
 }
 
-MINIFLOAT_AVX2_TARGET inline void unpack_nibbles(const std::uint8_t* packed, std::size_t n, std::uint8_t* codes) noexcept {
+MINIFLOAT_TARGET_AVX2 inline void unpack_nibbles(const std::uint8_t* packed, std::size_t n, std::uint8_t* codes) noexcept {
   std::size_t i = 0;
   for (; i + 32 <= n; i += 32) {
     const __m128i b = detail::loadu128(packed + i / 2);

@@ -47,7 +47,7 @@ inline void mx_zero_codes(std::uint8_t* out, std::size_t n) noexcept {
 
 /// One block of n <= 32 elements along a row (axis 1): writes its scale code and codes.
 template <mx_element Elem, class In>
-MINIFLOAT_AVX2_INLINE void mx_block_row(const In* x, std::size_t n, mx_scale_rule rule, std::uint8_t* codes,
+MINIFLOAT_INLINE_AVX2 void mx_block_row(const In* x, std::size_t n, mx_scale_rule rule, std::uint8_t* codes,
                                         std::uint8_t* scale,
                                         const exmy_encoder<typename Elem::spec, round_kind::nearest_even>& enc) {
   constexpr auto St = mx_store<Elem>;
@@ -90,7 +90,7 @@ MINIFLOAT_AVX2_INLINE void mx_block_row(const In* x, std::size_t n, mx_scale_rul
 /// 2^23] (even), [f > f_max] (rceil); NaN/Inf -> 0xFF. A float32-subnormal or zero amax has
 /// eb = 0 and gets 0 (the block layer's normalised exponent is clamped to the same 0x00).
 template <mx_element Elem, mx_scale_rule Rule>
-MINIFLOAT_AVX2_INLINE __m256i mx_scale_codes8(__m256i a) {
+MINIFLOAT_INLINE_AVX2 __m256i mx_scale_codes8(__m256i a) {
   constexpr int M = Elem::spec::mantissa_bits;
   const __m256i frac = _mm256_and_si256(a, splat(0x7FFFFFU));
   __m256i k = _mm256_sub_epi32(_mm256_srli_epi32(a, 23), splat(static_cast<std::uint32_t>(mx_emax<Elem>)));
@@ -106,7 +106,7 @@ MINIFLOAT_AVX2_INLINE __m256i mx_scale_codes8(__m256i a) {
 }
 
 /// Lane j = max over the 8 lanes of v[j] (8 horizontal maxima at once; values are non-negative).
-MINIFLOAT_AVX2_INLINE __m256i hmax8x8(const __m256i v[8]) {
+MINIFLOAT_INLINE_AVX2 __m256i hmax8x8(const __m256i v[8]) {
   __m256i t[4];
   for (int j = 0; j < 4; ++j)
     t[j] = _mm256_max_epi32(_mm256_unpacklo_epi32(v[2 * j], v[2 * j + 1]), _mm256_unpackhi_epi32(v[2 * j], v[2 * j + 1]));
@@ -117,7 +117,7 @@ MINIFLOAT_AVX2_INLINE __m256i hmax8x8(const __m256i v[8]) {
 
 /// 8 full blocks (256 elements) of one row: scales first, all in vectors, then the codes.
 template <mx_element Elem, mx_scale_rule Rule, class In>
-MINIFLOAT_AVX2_INLINE void mx_blocks8_row(const In* x, std::uint8_t* codes, std::uint8_t* scales,
+MINIFLOAT_INLINE_AVX2 void mx_blocks8_row(const In* x, std::uint8_t* codes, std::uint8_t* scales,
                                           const exmy_encoder<typename Elem::spec, round_kind::nearest_even>& enc) {
   constexpr auto St = mx_store<Elem>;
   const __m256i abs_mask = splat(0x7FFFFFFFU);
@@ -147,7 +147,7 @@ MINIFLOAT_AVX2_INLINE void mx_blocks8_row(const In* x, std::uint8_t* codes, std:
 }
 
 template <mx_element Elem, mx_scale_rule Rule, class In>
-MINIFLOAT_AVX2_TARGET void mx_quantize_axis1(const In* x, std::size_t rows, std::size_t cols, std::uint8_t* codes,
+MINIFLOAT_TARGET_AVX2 void mx_quantize_axis1(const In* x, std::size_t rows, std::size_t cols, std::uint8_t* codes,
                                              std::uint8_t* scales) noexcept {
   const exmy_encoder<typename Elem::spec, round_kind::nearest_even> enc(mx_element_conversion);
   const std::size_t blocks = (cols + 31) / 32;
@@ -168,7 +168,7 @@ MINIFLOAT_AVX2_TARGET void mx_quantize_axis1(const In* x, std::size_t rows, std:
 
 /// 32 elements of one row with per-element multipliers and keep masks.
 template <mx_element Elem, class In>
-MINIFLOAT_AVX2_INLINE void mx_encode32_columns(const In* x, const float* mul, const std::uint32_t* keep, std::uint8_t* out,
+MINIFLOAT_INLINE_AVX2 void mx_encode32_columns(const In* x, const float* mul, const std::uint32_t* keep, std::uint8_t* out,
                                                const exmy_encoder<typename Elem::spec, round_kind::nearest_even>& enc) {
   __m256i c[4];
   for (int k = 0; k < 4; ++k) {
@@ -180,7 +180,7 @@ MINIFLOAT_AVX2_INLINE void mx_encode32_columns(const In* x, const float* mul, co
 
 /// Encodes n <= 256 elements of one row (mul/keep hold n rounded up to 32 entries).
 template <mx_element Elem, class In>
-MINIFLOAT_AVX2_INLINE void mx_encode_columns(const In* x, std::size_t n, const float* mul, const std::uint32_t* keep,
+MINIFLOAT_INLINE_AVX2 void mx_encode_columns(const In* x, std::size_t n, const float* mul, const std::uint32_t* keep,
                                              std::uint8_t* out,
                                              const exmy_encoder<typename Elem::spec, round_kind::nearest_even>& enc) {
   constexpr auto St = mx_store<Elem>;
@@ -200,7 +200,7 @@ MINIFLOAT_AVX2_INLINE void mx_encode_columns(const In* x, std::size_t n, const f
 }
 
 template <mx_element Elem, class In>
-MINIFLOAT_AVX2_TARGET void mx_quantize_axis0(const In* x, std::size_t rows, std::size_t cols, mx_scale_rule rule,
+MINIFLOAT_TARGET_AVX2 void mx_quantize_axis0(const In* x, std::size_t rows, std::size_t cols, mx_scale_rule rule,
                                              std::uint8_t* codes, std::uint8_t* scales) noexcept {
   const exmy_encoder<typename Elem::spec, round_kind::nearest_even> enc(mx_element_conversion);
   const std::size_t row_bytes = packed_bytes(cols, sizeof_bits<Elem>);
@@ -247,7 +247,7 @@ MINIFLOAT_AVX2_TARGET void mx_quantize_axis0(const In* x, std::size_t rows, std:
 }
 
 template <mx_element Elem>
-MINIFLOAT_AVX2_TARGET void mx_dequantize_span(const std::uint8_t* codes, const std::uint8_t* scales, std::size_t rows,
+MINIFLOAT_TARGET_AVX2 void mx_dequantize_span(const std::uint8_t* codes, const std::uint8_t* scales, std::size_t rows,
                                               std::size_t cols, int axis, float* out) noexcept {
   using Spec = typename Elem::spec;
   constexpr bool packed = sizeof_bits<Elem> == 4;
