@@ -12,6 +12,11 @@
 
 namespace minifloat {
 
+namespace detail {
+/// ceil(a / b) for b > 0, without the a + b - 1 that can wrap.
+constexpr std::size_t ceil_div(std::size_t a, std::size_t b) noexcept { return a / b + (a % b != 0 ? 1 : 0); }
+}  // namespace detail
+
 /// Logical width of a format's code in bits (4 for FP4), as opposed to sizeof.
 template <class T>
 inline constexpr int sizeof_bits = T::spec::bits;

@@ -51,8 +51,6 @@ namespace minifloat {
 
 namespace detail {
 
-constexpr std::size_t ceil_div(std::size_t a, std::size_t b) noexcept { return a / b + (a % b != 0 ? 1 : 0); }
-
 inline std::string mx_shape_string(std::size_t rows, std::size_t cols, int axis) {
   return std::to_string(rows) + "x" + std::to_string(cols) + " (axis " + std::to_string(axis) + ")";
 }
