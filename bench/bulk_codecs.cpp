@@ -1,4 +1,4 @@
-// Bulk kernels (include/minifloat/kernels) next to the baselines they are judged against, all in
+// Bulk kernels (include/minifloat/simd/) next to the baselines they are judged against, all in
 // one binary so that ratios come from one run (bench/README.md has the table, bench/bulk_ratios.py
 // computes it from --benchmark_format=json output):
 //   baseline/stream_f32_to_u8      read 4 B, write 1 B (truncating cast), AVX2-vectorised

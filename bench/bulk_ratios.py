@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ratio table of bench/bulk_codecs from its JSON output (bench/README.md explains the targets).
+"""Ratio table of bench_bulk_codecs (bench/bulk_codecs.cpp) from its JSON output (bench/README.md explains the targets).
 
     build/bench/bench/bulk_codecs --benchmark_repetitions=5 --benchmark_report_aggregates_only=true \
         --benchmark_format=json > bulk.json

@@ -5,9 +5,9 @@
 #   ON             the CANN toolkit must be found, or configuration stops with FATAL_ERROR. Found:
 #                  INTERFACE target minifloat::ascend = minifloat::minifloat + the toolkit's include
 #                  dirs + MINIFLOAT_WITH_CANN=1 + ascendcl, nnopbase, opapi_nn, opapi_math (or the
-#                  monolithic opapi when the per-repo op libraries are absent; never both, spec/ASCEND.md 5).
+#                  monolithic opapi when the per-repo op libraries are absent; never both, docs/formats/ascend.md#build-and-environment).
 #
-# Search roots, first hit wins (spec/ASCEND.md 5):
+# Search roots, first hit wins (docs/formats/ascend.md#build-and-environment):
 #   -DMINIFLOAT_CANN_ROOT=<dir>, $ENV{ASCEND_HOME_PATH}, $ENV{ASCEND_TOOLKIT_HOME}, $ENV{ASCEND_CUSTOM_PATH},
 #   /usr/local/Ascend/cann, /usr/local/Ascend/ascend-toolkit/latest,
 #   $ENV{HOME}/Ascend/ascend-toolkit/latest, $ENV{HOME}/Ascend/latest.

@@ -14,7 +14,7 @@ function(minifloat_dev_target target)
 endfunction()
 
 # minifloat_set_isa_flags(<source>...)
-#   Per-TU ISA flags by file name (STYLE.md section 5: never -march=native on a target):
+#   Per-TU ISA flags by file name (docs/formats/README.md#project-conventions: never -march=native on a target):
 #     *avx2*.cpp   -> -mavx2 -mfma -mf16c
 #   Only on x86-64 with GCC/Clang; elsewhere the files compile without them (guard their bodies
 #   with #if defined(__AVX2__) etc.). Code in such a TU must check the CPU at run time

@@ -182,7 +182,7 @@ class operand_quantizer {
     if (recipe_ == recipe_id::fp32) return x;
     if (recipe_ == recipe_id::mxfp8) return mx(x, axis);
     // Scalar path: scan (amax, Inf/NaN) + quantize_with_scales. A fused quantize+amax kernel
-    // (include/minifloat/kernels/, in progress) would do a delayed step in one pass.
+    // (include/minifloat/simd/, in progress) would do a delayed step in one pass.
     const mf::step_result r = delayed_ ? delayed_->step(x.view()) : current_->step(x.view());
     skipped_ = r.skip;
     overflow_ += r.overflow;

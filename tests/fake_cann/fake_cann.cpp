@@ -1,6 +1,6 @@
 // TEST-ONLY fake of the ACL runtime and the aclnn operators the minifloat Ascend shim calls.
 // See fake_cann.hpp for what it records, checks and computes. Every constraint below is taken from
-// the operator docs summarised in spec/ASCEND.md (and the ops' own docs cited there); a constraint
+// the operator docs summarised in docs/formats/ascend.md#sources; a constraint
 // the fake does not emulate (an optional argument the shim never passes, a mode without a CPU
 // model) is rejected with a message that says so, never silently accepted.
 #include <acl/acl.h>
@@ -97,7 +97,7 @@ world& w() {
 
 void violation(std::string what) { w().violations.push_back(std::move(what)); }
 
-// --- dtypes (the fake's own table, written from spec/ASCEND.md 1.1, independent of the shim's) ----
+// --- dtypes (the fake's own table, written from docs/formats/ascend.md#data-types, independent of the shim's) ----
 
 std::optional<be::dtype> to_backend(aclDataType t) {
   switch (t) {

@@ -1,7 +1,7 @@
 #pragma once
 // TEST-ONLY: the journal of the fake CANN library (fake_cann.cpp). The fake defines the ACL runtime
 // and aclnn functions the minifloat Ascend shim calls, with the documented prototypes
-// (include/acl, include/aclnn, include/aclnnop), and
+// (CANN headers acl/, aclnn/, aclnnop/), and
 //   * records every call: API name, tensors (aclDataType id, view dims, strides, storage dims,
 //     offset, format, address), integer / real / string arguments (dstType, axis, groupSize,
 //     roundMode, quantMode, ...), workspace sizes and addresses, executors and streams;

@@ -1,14 +1,14 @@
 #pragma once
 // An independent reference ("oracle") for every scalar conversion double -> format.
 //
-// Written from the format definitions only (spec/HIF8.md sections 1-5, spec/MX.md sections 1-2,
-// include/minifloat/policy.hpp and the comments at the top of include/minifloat/formats/*.hpp),
+// Written from the format definitions only (docs/formats/hifloat8.md#bit-layout,
+// include/minifloat/core/policy.hpp and the comments at the top of include/minifloat/formats/*.hpp),
 // never from the library's encoders. It shares nothing with the library except the public
 // types (for the storage width and the `conversion` policy struct).
 //
 // How it works, deliberately simple rather than fast:
 //   1. oracle_decode<T>(code): the value of a code, from the bit layout (E/M/bias formula for the
-//      IEEE-like formats, the Dot prefix code of HIF8.md section 1 for hifloat8).
+//      IEEE-like formats, the Dot prefix code of docs/formats/hifloat8.md#dot-prefix for hifloat8).
 //   2. value_table<T>(): every finite non-negative value of T, sorted, with the code of +v and of
 //      -v, followed by the "would-be" value one step above max (the value the next code would
 //      have if the format did not stop at max, e.g. 480 for E4M3, 2^16 for E5M2, 1.5 * 2^15 for
@@ -77,7 +77,7 @@ constexpr format_info info_of() {
   using namespace minifloat;
   format_info f{};
   if constexpr (std::is_same_v<T, hifloat8>) {
-    // HIF8.md sections 1-3: one zero 0x00, one NaN 0x80, Inf 0x6F/0xEF (would be 1.5 * 2^15),
+    // docs/formats/hifloat8.md#special-codes: one zero 0x00, one NaN 0x80, Inf 0x6F/0xEF (would be 1.5 * 2^15),
     // max 0x6E = 2^15.
     f.fam = family::hifloat8;
     f.bits = 8;
@@ -133,7 +133,7 @@ constexpr format_info info_of() {
 inline constexpr double quiet_nan = std::numeric_limits<double>::quiet_NaN();
 inline constexpr double infinity = std::numeric_limits<double>::infinity();
 
-/// hifloat8 decode, from HIF8.md section 1 and the special values of section 2.
+/// hifloat8 decode, from docs/formats/hifloat8.md#bit-layout.
 inline double decode_hifloat8(std::uint32_t code) {
   code &= 0xFFU;
   if (code == 0x00U) return 0.0;
@@ -167,7 +167,7 @@ inline double decode_hifloat8(std::uint32_t code) {
   return sign * std::ldexp(1.0 + static_cast<double>(m) / static_cast<double>(1U << w), e);
 }
 
-/// Sign/exponent/mantissa decode, from the formula of MX.md section 1.
+/// Sign/exponent/mantissa decode, from the formula of docs/formats/ocp_fp8.md#layouts.
 inline double decode_exmy(const format_info& f, std::uint32_t code) {
   const std::uint32_t emask = (1U << f.ebits) - 1U;
   const std::uint32_t mmask = (1U << f.mbits) - 1U;

@@ -160,7 +160,7 @@ TEMPLATE_LIST_TEST_CASE("oracle: independent decode agrees with the library", "[
 }
 
 TEST_CASE("oracle: hand-checked decode values", "[oracle][decode]") {
-  // HIF8.md sections 2-3.
+  // docs/formats/hifloat8.md#special-codes.
   CHECK(oracle_decode<hifloat8>(0x08) == 1.0);
   CHECK(oracle_decode<hifloat8>(0x6E) == 32768.0);
   CHECK(std::isinf(oracle_decode<hifloat8>(0x6F)));
@@ -171,7 +171,7 @@ TEST_CASE("oracle: hand-checked decode values", "[oracle][decode]") {
   CHECK(oracle_decode<hifloat8>(0x00) == 0.0);
   CHECK(std::isnan(oracle_decode<hifloat8>(0x80)));
   CHECK(oracle_decode<hifloat8>(0xEE) == -32768.0);
-  // MX.md section 1.
+  // docs/formats/ocp_fp8.md#limits.
   CHECK(oracle_decode<float8_e4m3fn>(0x7E) == 448.0);
   CHECK(oracle_decode<float8_e4m3fn>(0x01) == std::ldexp(1.0, -9));
   CHECK(std::isnan(oracle_decode<float8_e4m3fn>(0xFF)));
@@ -238,7 +238,7 @@ TEMPLATE_LIST_TEST_CASE("oracle: value table satisfies the exactness preconditio
 TEST_CASE("oracle: hand-checked encodings from the spec documents", "[oracle]") {
   const conversion sat{rounding::nearest, overflow::saturate};
   const conversion ne{rounding::nearest_even, overflow::non_saturating};
-  // MX.md 2.1 (ml_dtypes-checked RNE ties).
+  // docs/formats/mx.md#element-conversion (ml_dtypes-checked RNE ties).
   CHECK(oracle_encode<float4_e2m1fn>(0.25) == 0x0);
   CHECK(oracle_encode<float4_e2m1fn>(0.75) == 0x2);
   CHECK(oracle_encode<float4_e2m1fn>(1.25) == 0x2);
@@ -256,7 +256,7 @@ TEST_CASE("oracle: hand-checked encodings from the spec documents", "[oracle]") 
   CHECK(oracle_encode<float6_e3m2fn>(0.09375) == 0x02);
   CHECK(oracle_encode<float6_e2m3fn>(0.0625) == 0x00);
   CHECK(oracle_encode<float6_e2m3fn>(0.1875) == 0x02);
-  // MX.md 2.2.
+  // docs/formats/ocp_fp8.md#overflow-non-saturating-and-saturating.
   CHECK(oracle_encode<float8_e4m3fn>(464.0) == 0x7E);
   CHECK(oracle_encode<float8_e4m3fn>(464.01) == 0x7F);
   CHECK(oracle_encode<float8_e4m3fn>(-465.0) == 0xFF);
@@ -270,7 +270,7 @@ TEST_CASE("oracle: hand-checked encodings from the spec documents", "[oracle]") 
   CHECK(oracle_encode<float8_e5m2>(NAN) == 0x7E);
   CHECK(oracle_encode<float8_e5m2>(-NAN, {rounding::nearest, overflow::saturate_nan_to_zero}) ==
         0x00);
-  // MX.md 2.4 (E8M0 scalar).
+  // docs/formats/mx.md#scalar-conversion-to-e8m0.
   CHECK(oracle_encode<float8_e8m0fnu>(1.4999) == 0x7F);
   CHECK(oracle_encode<float8_e8m0fnu>(1.5) == 0x80);
   CHECK(oracle_encode<float8_e8m0fnu>(3.0) == 0x81);
@@ -283,7 +283,7 @@ TEST_CASE("oracle: hand-checked encodings from the spec documents", "[oracle]") 
   CHECK(oracle_encode<float8_e8m0fnu>(1.5 * std::ldexp(1.0, 127)) == 0xFF);
   CHECK(oracle_encode<float8_e8m0fnu>(1.5 * std::ldexp(1.0, 127), sat) == 0xFE);
   CHECK(oracle_encode<float8_e8m0fnu>(INFINITY, sat) == 0xFE);
-  // HIF8.md 4.2-4.5.
+  // docs/formats/hifloat8.md#overflow.
   CHECK(oracle_encode<hifloat8>(40959.0) == 0x6E);
   CHECK(oracle_encode<hifloat8>(40960.0) == 0x6F);
   CHECK(oracle_encode<hifloat8>(-40960.0) == 0xEF);
@@ -436,7 +436,7 @@ TEMPLATE_LIST_TEST_CASE("conversion: float32 subnormal inputs", "[oracle][conver
 }
 
 TEST_CASE("conversion: float32 subnormals are tiny, not huge", "[oracle][conversion]") {
-  // HIF8.md 4.3: GE/aicpu return Inf for fp32 subnormals; the correct result is 0.
+  // docs/formats/hifloat8.md#fp32-subnormal-inputs: GE/aicpu return Inf for fp32 subnormals; the correct result is 0.
   CHECK(encode<hifloat8>(1e-40f) == 0x00);
   CHECK(encode<hifloat8>(-1e-40f) == 0x00);
   CHECK(encode<hifloat8>(FLT_TRUE_MIN) == 0x00);

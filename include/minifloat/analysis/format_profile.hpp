@@ -6,7 +6,7 @@
 //
 // Precision classes (fidelity metrics report the share of values in each):
 //   hifloat8   "3-bit" (|E| <= 3), "2-bit" (4 <= |E| <= 7), "1-bit" (8 <= |E| <= 15),
-//              "denormal" (-22 <= E <= -16): the mantissa widths of spec/HIF8.md section 3
+//              "denormal" (-22 <= E <= -16): the mantissa widths of docs/formats/hifloat8.md#precision-classes
 //   E/M formats (float8_e4m3fn, float8_e5m2, float6_*, float4_e2m1fn, bfloat16, float16)
 //              "normal" (M-bit mantissa) and "subnormal"
 //   then for every format

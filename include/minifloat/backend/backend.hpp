@@ -86,7 +86,7 @@ constexpr std::string_view to_string(operation o) noexcept {
 }
 
 /// The library's rounding modes (policy.hpp) minus stochastic, plus HiF8 "hybrid" rounding,
-/// which only the Ascend hardware offers (aclnn round mode "hybrid"; spec/ASCEND.md 3).
+/// which only the Ascend hardware offers (aclnn round mode "hybrid"; docs/formats/ascend.md#hybrid-rounding).
 enum class round_mode : std::uint8_t {
   nearest,       ///< the format's own nearest: ties-away for hifloat8, ties-to-even otherwise
   nearest_even,  ///< aclnn "rint"
@@ -200,7 +200,7 @@ struct gemm_options {
   gemm_layout layout = gemm_layout::kn;  ///< how B is stored: (k, n) or (n, k)
 };
 
-/// Presence of an optional tensor in a request (an enum, not a bool, per STYLE.md).
+/// Presence of an optional tensor in a request (an enum, not a bool, docs/formats/README.md#project-conventions).
 enum class bias_term : std::uint8_t { none, present };
 
 // --- the capability question ---------------------------------------------------------------------

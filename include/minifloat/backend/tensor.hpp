@@ -1,6 +1,6 @@
 #pragma once
 // Backend tensor views: a data pointer, a dtype, a shape and strides in LOGICAL ELEMENTS (FP4
-// included, as aclTensor counts them; spec/ASCEND.md 1.2) and a device tag. No vendor type appears
+// included, as aclTensor counts them; docs/formats/ascend.md#torch_npu-names) and a device tag. No vendor type appears
 // here: the Ascend shim (backend/ascend/) maps these views onto aclTensor, the CPU backend reads
 // them directly, and both see the same bytes.
 //

@@ -14,7 +14,7 @@ enum class rounding : std::uint8_t {
   nearest,
   /// Round to nearest, ties to the even significand (IEEE roundTiesToEven). For hifloat8,
   /// where no source defines it, the tie goes to the neighbour whose *code* has LSB 0
-  /// (spec/HIF8.md 4.5).
+  /// (docs/formats/hifloat8.md#ties-to-even).
   nearest_even,
   /// Round to nearest, ties away from zero (IEEE roundTiesToAway).
   nearest_away,

@@ -11,7 +11,7 @@
 //   Inf      S.11111.00 (0x7C, 0xFC)   NaN S.11111.{01,10,11}
 //   max      0x7B = 1.75 * 2^15 = 57344  min norm 0x04 = 2^-14  denorm_min 0x01 = 2^-16
 //   overflow -> Inf; 61440 is the tie between 57344 (odd) and 2^16 (even): it overflows.
-// Rounding: ties-to-even by default (OCP). Sources and checks: spec/MX.md sections 1, 2.1, 2.2.
+// Rounding: ties-to-even by default (OCP). Sources and checks: docs/formats/ocp_fp8.md#layouts.
 #include "basic_float.hpp"
 
 namespace minifloat {

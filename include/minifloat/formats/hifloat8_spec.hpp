@@ -1,5 +1,5 @@
 #pragma once
-// HiFloat8 (HiF8), Huawei Ascend's tapered 8-bit float. Definition: spec/HIF8.md (sources
+// HiFloat8 (HiF8), Huawei Ascend's tapered 8-bit float. docs/formats/hifloat8.md#hifloat8-hif8 (sources
 // there: arXiv 2409.16626; CANN AMCT doc; GE hif8_t.cc; en_dtypes).
 //
 //   bit 7   6 ...................................... 0
@@ -27,7 +27,7 @@
 // Rounding is on the tapered grid: round to the nearest HiF8 value, ties away from zero (the
 // only nearest mode Ascend hardware offers for hif8). Overflow therefore starts at the midpoint
 // 1.25 * 2^15 = 40960. |x| < 2^-23 rounds to 0; [2^-23, 2^-22) to 2^-22. Deviations from the
-// reference code, all deliberate (spec/HIF8.md 4.3-4.5): fp32 subnormal inputs give 0, not Inf
+// reference code, all deliberate (docs/formats/hifloat8.md#fp32-subnormal-inputs): fp32 subnormal inputs give 0, not Inf
 // (GE/aicpu bug); saturating mode gives max for [40960, 49152) and for Inf (en_dtypes gives Inf).
 #include <array>
 #include <cstdint>
@@ -119,7 +119,7 @@ struct hifloat8_spec {
   // Encoding: round |x| to the grid of its own binade E (step 2^(E - w(E)); step 2^-22 below
   // the smallest denormal, where the grid runs 0, 2^-22), then pack. A carry lands exactly on
   // 2^(E+1), which is the first value of the next binade, so packing the rounded value re-reads
-  // its binade (the tapered grid of spec/HIF8.md 4.1).
+  // its binade (the tapered grid of docs/formats/hifloat8.md#default-rounding).
   static constexpr storage_type encode(const detail::unpacked& u, conversion c,
                                        std::uint32_t random_bits) noexcept {
     const bool sat = c.on_overflow != overflow::non_saturating;

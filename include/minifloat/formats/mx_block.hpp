@@ -1,7 +1,7 @@
 #pragma once
 // mx_block<Elem, N>: one OCP MX block as a value type (an E8M0 scale plus N element codes), for
 // tests and scalar code; tensors use mx_tensor_view (mx_tensor.hpp), which keeps codes and scales
-// in separate arrays. Scale rules: mx_scale.hpp. Sources: spec/MX.md 3.1-3.3.
+// in separate arrays. Scale rules: mx_scale.hpp. Sources: docs/formats/mx.md#block-conversion.
 //
 // Quantize, in steps (OCP MX v1.0 6.3):
 //   1. amax = max |V_i|; a NaN or Inf anywhere makes amax non-finite.

@@ -12,7 +12,7 @@
 // float4_e2m1fn  S EE M, bias 1:    max 0x7 = 1.5 * 2^2 = 6; min norm 0x2 = 1; denorm_min 0x1 = 0.5
 //                                   codes 0..7 = 0, 0.5, 1, 1.5, 2, 3, 4, 6; 8..15 their negatives
 // Rounding: ties-to-even by default (e.g. E2M1: 0.25 -> 0, 0.75 -> 1, 2.5 -> 2, 5 -> 4).
-// Sources: spec/MX.md sections 1 and 2.3.
+// Sources: docs/formats/mx.md#fp6-and-fp4-codes.
 #include "basic_float.hpp"
 
 namespace minifloat {

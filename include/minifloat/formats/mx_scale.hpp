@@ -1,7 +1,7 @@
 #pragma once
 // OCP Microscaling (MX v1.0): the E8M0 shared scale of a block, under the four scale rules
 // torchao names (ScaleCalculationMode), and the element formats MX allows.
-// Sources: spec/MX.md sections 1, 3.1-3.3; pytorch/ao torchao/prototype/mx_formats/{config,mx_tensor}.py.
+// Sources: docs/formats/mx.md#emax_elem; pytorch/ao torchao/prototype/mx_formats/{config,mx_tensor}.py.
 //
 // Element formats and emax_elem (the exponent of the element's largest finite value):
 //   float8_e4m3fn  (MXFP8)  max 0x7E = 1.75  * 2^8  = 448    emax 8
@@ -20,7 +20,7 @@
 //   rceil  k = ceil(log2(amax / max_elem)) = e + [s > s_max] - emax
 // and code = clamp(k, -127, 127) + 127, scale X = 2^(code - 127).
 // Special amax: NaN or +-Inf -> 0xFF (NaN scale, torchao/microxcaling/CANN golden); 0 -> 0x00
-// (every source agrees: MX.md 3.1). The sign of amax is ignored. Only the top clamp is
+// (every source agrees: docs/formats/mx.md#special-blocks). The sign of amax is ignored. Only the top clamp is
 // unreachable from finite fp32 input (e <= 127, emax >= 2); the bottom clamp is common.
 //
 // Why the comparisons above are exact. Every rule is an integer e plus a comparison of two
@@ -36,7 +36,7 @@
 //     (tests/unit/block/test_mx.cpp checks both statements). TE's rounded reciprocal was not
 //     analysed. With the exact rule, rceil never clips: |V_i| / X <= max_elem for every element.
 //   * fp32-subnormal amax (< 2^-126). torchao reads e from the exponent field (-127 for every
-//     subnormal); this library uses the true floor(log2), -127 .. -149. MX.md 3.1 says both
+//     subnormal); this library uses the true floor(log2), -127 .. -149. docs/formats/mx.md#comparison-with-torchao-and-te says both
 //     clamp to the same scale; that holds for every rule here: whichever e is used (<= -127),
 //     the unclamped k is at most -127 + 1 - emax <= -128 (emax >= 2), so the code is 0x00
 //     either way (also checked by the tests against torchao's bit-field formulation).
@@ -84,7 +84,7 @@ concept mx_element = std::same_as<T, float8_e4m3fn> || std::same_as<T, float8_e5
                      std::same_as<T, float6_e3m2fn> || std::same_as<T, float6_e2m3fn> ||
                      std::same_as<T, float4_e2m1fn>;
 
-/// emax_elem of MX.md section 1: the exponent of the element's largest finite value.
+/// emax_elem of docs/formats/mx.md#emax_elem: the exponent of the element's largest finite value.
 template <mx_element Elem>
 inline constexpr int mx_emax = 0;
 template <> inline constexpr int mx_emax<float8_e4m3fn> = 8;

@@ -1,7 +1,7 @@
 #pragma once
 // Sub-byte storage. FP4 codes travel two per byte: element 2i in the LOW nibble, element 2i+1 in
 // the HIGH nibble (PyTorch float4_e2m1fn_x2, CANN FLOAT4_E2M1, CATLASS _pack_fp4_nibbles;
-// spec/ASCEND.md 2.4). A row of odd length ends in a byte whose high nibble is 0. FP6 codes are
+// docs/formats/mx.md#fp4-nibble-packing). A row of odd length ends in a byte whose high nibble is 0. FP6 codes are
 // kept one per byte (low 6 bits), as ml_dtypes and the CANN FLOAT6 dtypes do.
 #include <cstddef>
 #include <cstdint>

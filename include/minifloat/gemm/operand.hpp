@@ -5,7 +5,7 @@
 //   C (M x N) = A (M x K) * B (K x N) [+ bias (N)], every operand a quantized_tensor_view
 //   (quant/quantized_tensor.hpp): codes row-major, fp32 scale grid or E8M0 (MX) scales.
 //
-// Layouts (the aclnnQuantMatmulV5 x1 / x2 shapes, spec/ASCEND.md 2.3):
+// Layouts (the aclnnQuantMatmulV5 x1 / x2 shapes, docs/formats/ascend.md#gemm-operators):
 //   A                 stored (M, K) row-major                            x1 (m, k)
 //   B, gemm_layout::kn  stored (K, N) row-major                          x2 (k, n), transposeX2 = false
 //   B, gemm_layout::nk  stored (N, K) row-major: "weights (out, in)"     x2 (n, k), transposeX2 = true
@@ -34,7 +34,7 @@
 // nothing is padded and nothing outside the tensor is read. (CANN pads the scale count to even;
 // that is a storage detail of the paired layout, not of the values.)
 //
-// Mapping to aclnnQuantMatmulV5 (spec/ASCEND.md 2.3), for the backend: x1 = A codes (m, k);
+// Mapping to aclnnQuantMatmulV5 (docs/formats/ascend.md#gemm-operators), for the backend: x1 = A codes (m, k);
 // x2 = B codes, transposeX2 = (layout == nk); x1Scale = A scales ((m,) per token, none or (1,)
 // per tensor, MX: mx_scales_to_cann of the plain E8M0 grid); x2Scale = B scales ((n,) per
 // channel -- nk channel or kn block K x 1 --, (1,) per tensor, MX likewise); bias fp32 (n,);

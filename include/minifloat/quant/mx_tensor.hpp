@@ -8,7 +8,7 @@
 //
 // Codes: row-major (rows, cols). 8- and 6-bit formats: one code per byte (6-bit codes in the low
 // bits). FP4: two codes per byte within each row, element 2i in the LOW nibble, 2i+1 in the HIGH
-// nibble (PyTorch float4_e2m1fn_x2, CANN FLOAT4_E2M1; spec/ASCEND.md 2.4), ceil(cols / 2) bytes
+// nibble (PyTorch float4_e2m1fn_x2, CANN FLOAT4_E2M1; docs/formats/mx.md#fp4-nibble-packing), ceil(cols / 2) bytes
 // per row; a row of odd length ends in a byte whose high nibble is 0.
 //
 // Plain scales: one byte per block, row-major over the block grid:
@@ -18,8 +18,7 @@
 // multiple of 32, the last block of each row (column) holds L % 32 elements, and its scale comes
 // from those elements only. Nothing outside the tensor is read or written.
 //
-// CANN paired scales (aclnnDynamicMxQuant "mxscale", aclnnQuantMatmulV5 MX scales; ASCEND.md 2.2,
-// 2.4): the block count along the axis is padded to even with a pad byte (0 by default, as the
+// CANN paired scales (aclnnDynamicMxQuant "mxscale", aclnnQuantMatmulV5 MX scales; docs/formats/mx.md#scale-layouts): the block count along the axis is padded to even with a pad byte (0 by default, as the
 // quantize op does), and the scales of blocks 2p and 2p+1 of the same row (column) are adjacent:
 //   axis 1: (rows, ceil(kb / 2), 2), kb = ceil(cols / 32): each row's kb scales, padded to even.
 //   axis 0: (ceil(mb / 2), cols, 2), mb = ceil(rows / 32): the (mb, cols) grid padded with pad

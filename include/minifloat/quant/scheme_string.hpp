@@ -119,7 +119,7 @@ inline std::vector<std::string_view> split_scheme(std::string_view text) {
     out += "/block=" + std::to_string(s.block_rows) + "x" + std::to_string(s.block_cols);
   if (s.gran == granularity::mx && s.axis != d.axis) out += "/axis=" + std::to_string(s.axis);
   if (s.rule != d.rule) out += "/scale-rule=" + std::string(to_string(s.rule));
-  // HiF8 recipes speak of N_guard (spec/HIF8.md section 6); other formats of the target T.
+  // HiF8 recipes speak of N_guard (docs/formats/hifloat8.md#recipe-numbers-and-n_guard); other formats of the target T.
   if (s.rule == scale_rule::pow2 && s.target != d.target)
     out += s.format == format_id::hifloat8 ? "/n-guard=" + std::to_string(15 - s.target) : "/target=" + std::to_string(s.target);
   if (s.round != d.round) out += "/round=" + std::string(to_string(s.round));

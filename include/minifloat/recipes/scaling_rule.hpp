@@ -7,11 +7,11 @@
 //     q = encode(x / s),   x ~ s * decode(q).
 // TransformerEngine's `scale` is the reciprocal (q = cast(x * scale), x ~ q * scale_inv), so
 //     TE scale = 1 / s,   TE scale_inv = s.
-// MindSpeed's stored delayed-scaling scale (amax * 2^margin / fmt_max, spec/ASCEND.md section 6)
+// MindSpeed's stored delayed-scaling scale (amax * 2^margin / fmt_max, docs/formats/scaling.md#scale-convention)
 // is our s.
 //
 // The two rules (s as a function of the amax a > 0):
-//   guard_pow2 (HiF8)  s = 2^(floor(log2 a) - T),  T = 15 - N_guard            (spec/HIF8.md 6)
+//   guard_pow2 (HiF8)  s = 2^(floor(log2 a) - T),  T = 15 - N_guard            (docs/formats/scaling.md#the-hif8-guard-rule)
 //                      a / s lies in [2^T, 2^(T+1)): the amax lands in binade T, which leaves
 //                      N_guard binades of headroom below HiF8's max 2^15 and 38 - N_guard
 //                      binades (T down to -22) for the data. N_guard 11: a / s in [16, 32)
@@ -55,7 +55,7 @@ struct amax_stats {
 };
 
 /// Finite amax and Inf/NaN count of a (possibly strided) matrix.
-// The fused quantize+amax kernel (include/minifloat/kernels/, in progress) computes the same
+// The fused quantize+amax kernel (include/minifloat/simd/, in progress) computes the same
 // amax while it quantizes; a delayed-scaling step can then skip this separate pass.
 [[nodiscard]] inline amax_stats scan_amax(matrix_view<const float> x) noexcept {
   amax_stats s;

@@ -7,8 +7,8 @@
 //   activation  10 -> amax in binade 2^5        float8_e4m3fn (forward)
 //   gradient    10 -> amax in binade 2^5        float8_e5m2   (backward)
 //
-// The N_guard defaults are this project's recipe (spec/HIF8.md section 6; no public source
-// defines "N_guard"). The FP8 split is TE's Format.HYBRID (spec/MX.md section 6).
+// The N_guard defaults are this project's recipe (docs/formats/hifloat8.md#recipe-numbers-and-n_guard; no public source
+// defines "N_guard"). The FP8 split is TE's Format.HYBRID (docs/formats/scaling.md#the-fp8-max-margin-rule).
 #include <cstdint>
 #include <optional>
 #include <string_view>

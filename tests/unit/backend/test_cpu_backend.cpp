@@ -246,7 +246,7 @@ TEST_CASE("backend cpu mx_quantize: a batch of matrices blocked along axis -2", 
 
 TEST_CASE("backend layout: the CANN doc vector paired scale interleave and FP4 nibble order", "[backend][layout]") {
   be::cpu_backend b;
-  // aclnnDynamicMxQuant doc example (spec/ASCEND.md 2.2): bf16 [0, 8, 64, 512], axis -1, E4M3, rint.
+  // aclnnDynamicMxQuant doc example (docs/formats/ascend.md#mx-scale-layout): bf16 [0, 8, 64, 512], axis -1, E4M3, rint.
   const std::vector<std::uint16_t> x = {0x0000, 0x4100, 0x4280, 0x4400};
   CHECK(from_bf16_bits(x) == std::vector<float>{0.0f, 8.0f, 64.0f, 512.0f});
   std::vector<std::uint8_t> y(4), sc(2, 0xEE);

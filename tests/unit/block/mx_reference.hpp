@@ -1,6 +1,6 @@
 #pragma once
 // An independent reference for OCP MX block quantization, written from the spec steps only
-// (spec/MX.md 1, 3.1-3.3; spec/ASCEND.md 2.2, 2.4), never from include/minifloat/block/.
+// (docs/formats/mx.md#emax_elem), never from include/minifloat/formats/.
 // It shares with the library only the element types, their scalar rounding
 // (minifloat::narrow with RNE + saturation, itself checked against tests/oracle) and their exact
 // decoding (float(Elem)), plus the mx_scale_rule enum as a name for the rule.
@@ -19,7 +19,7 @@
 //     scale leaves every element code 0 (Ascend golden: NaN -> 0).
 //   * Tensors are cut into blocks by explicit index arithmetic, FP4 codes are packed with
 //     "element 2i low nibble" written out, and the CANN layout is built by the literal
-//     pad / reshape / transpose steps of ASCEND.md 2.4.
+//     pad / reshape / transpose steps of docs/formats/mx.md#scale-layouts.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
@@ -34,7 +34,7 @@ namespace mx_ref {
 
 using minifloat::mx_scale_rule;
 
-/// Hand-copied from spec/MX.md section 1 (not derived from the library's specs).
+/// Hand-copied from docs/formats/mx.md#fp6-and-fp4-codes (not derived from the library's specs).
 struct element_info {
   int emax;           // exponent of the largest finite value
   double max_value;   // largest finite value
@@ -190,7 +190,7 @@ std::vector<float> dequantize_tensor(const tensor_result& t, std::size_t rows, s
   return out;
 }
 
-/// ASCEND.md 2.4, literally. axis 1: each row's block scales padded with 0 to an even count,
+/// docs/formats/mx.md#scale-layouts, literally. axis 1: each row's block scales padded with 0 to an even count,
 /// (m, kb_pad) = (m, kb_pad / 2, 2). axis 0: (mb, n) grid padded with zero rows to (mb_pad, n),
 /// reshaped to (mb_pad / 2, 2, n), transposed to (mb_pad / 2, n, 2).
 inline std::vector<std::uint8_t> to_cann(const std::vector<std::uint8_t>& plain, std::size_t rows, std::size_t cols,

@@ -1,7 +1,7 @@
-// MX blocks (include/minifloat/block/): the library against the independent reference in
+// MX blocks (include/minifloat/formats/): the library against the independent reference in
 // mx_reference.hpp, bit for bit, for every element format x every scale rule, on random, wide-range,
 // tie-grid, fp32-subnormal, all-zero and NaN/Inf blocks, short blocks, both axes and odd shapes;
-// the scale-rule claims of mx_scale.hpp (torchao formulations, MX.md 3.1 examples, rceil never
+// the scale-rule claims of mx_scale.hpp (torchao formulations, docs/formats/mx.md#clipping, rceil never
 // clips); the CANN doc vector and paired-scale layout; idempotence; FP4 nibble order; errors.
 #include <catch2/catch.hpp>
 
@@ -354,7 +354,7 @@ TEMPLATE_LIST_TEST_CASE("scale rules vs torchao's formulations (mx_scale.hpp cla
   using Elem = TestType;
   const auto inf = mx_ref::info<Elem>();
   const auto amaxes = threshold_amaxes<Elem>();
-  // floor, ceil, even: identical on every sampled amax, fp32 subnormals included (MX.md 3.1:
+  // floor, ceil, even: identical on every sampled amax, fp32 subnormals included (docs/formats/mx.md#comparison-with-torchao-and-te:
   // exponent-field extraction and the true floor(log2) clamp to the same scale).
   for (auto rule : {mx_scale_rule::floor, mx_scale_rule::ceil, mx_scale_rule::even}) {
     std::size_t bad = 0;
@@ -381,7 +381,7 @@ TEMPLATE_LIST_TEST_CASE("scale rules vs torchao's formulations (mx_scale.hpp cla
   CHECK(torchao_scale_code<Elem>(special, mx_scale_rule::rceil) == 0);
 }
 
-TEMPLATE_LIST_TEST_CASE("MX.md 3.1 examples: floor clips, rceil never does", "[mx][mx_scale]", mx_formats) {
+TEMPLATE_LIST_TEST_CASE("docs/formats/mx.md#clipping: floor clips, rceil never does", "[mx][mx_scale]", mx_formats) {
   using Elem = TestType;
   const auto inf = mx_ref::info<Elem>();
   for (int e : {-100, -20, -3, 0, 5, 60, 100}) {
@@ -392,7 +392,7 @@ TEMPLATE_LIST_TEST_CASE("MX.md 3.1 examples: floor clips, rceil never does", "[m
     CHECK(b.scale.bits() == e - inf.emax + 127);
     CHECK(static_cast<double>(static_cast<float>(b.elements[0])) == inf.max_value);
   }
-  // The two cases MX.md quotes: E4M3 1.9 * 2^e -> 486.4 -> 448; E2M1 1.9 * 2^e -> 7.6 -> 6.
+  // The two clipping cases of docs/formats/mx.md: E4M3 1.9 * 2^e -> 486.4 -> 448; E2M1 1.9 * 2^e -> 7.6 -> 6.
   if constexpr (std::is_same_v<Elem, float8_e4m3fn>) CHECK(mx_block<Elem>::quantize(std::array{1.9f}).dequantize()[0] == 448.0f / 256.0f);
   if constexpr (std::is_same_v<Elem, float4_e2m1fn>) CHECK(mx_block<Elem>::quantize(std::array{1.9f}).dequantize()[0] == 1.5f);
   // rceil: amax / X <= max_elem for every threshold amax (exact double arithmetic).
@@ -437,7 +437,7 @@ TEMPLATE_LIST_TEST_CASE("MX quantize matches the reference: tie grids", "[mx][mx
     }
 }
 
-TEST_CASE("MX.md 7 tie example: -4.25 in an E4M3 block with amax 7.625", "[mx]") {
+TEST_CASE("docs/formats/mx.md#worked-examples: -4.25 in an E4M3 block with amax 7.625", "[mx]") {
   // X = 2^(2 - 8) = 2^-6; -4.25 / X = -272, the tie between -256 (even) and -288: RNE gives -4.0.
   const auto b = mx_block<float8_e4m3fn>::quantize(std::array{7.625f, -4.25f});
   CHECK(b.scale.bits() == 127 - 6);
@@ -536,7 +536,7 @@ TEST_CASE("MX: bfloat16 and float16 inputs equal their exact float widening", "[
 
 // --- spec vectors, layouts, properties ----------------------------------------------------------
 
-TEST_CASE("CANN aclnnDynamicMxQuant doc vector (ASCEND.md 2.2)", "[mx][cann]") {
+TEST_CASE("CANN aclnnDynamicMxQuant doc vector (docs/formats/ascend.md#mx-scale-layout)", "[mx][cann]") {
   // BF16 x = [0, 8, 64, 512], axis -1, FLOAT8_E4M3FN, "rint", block 32 -> y [0, 72, 96, 120],
   // mxscale [128, 0] (2^1, then the padding to an even block count).
   const std::vector<bfloat16> x = {narrow<bfloat16>(0.0f), narrow<bfloat16>(8.0f), narrow<bfloat16>(64.0f),
@@ -553,7 +553,7 @@ TEST_CASE("CANN aclnnDynamicMxQuant doc vector (ASCEND.md 2.2)", "[mx][cann]") {
   STATIC_REQUIRE(b.elements[1].bits() == 72 && b.elements[2].bits() == 96 && b.elements[3].bits() == 120);
 }
 
-TEST_CASE("FP4 codes: element 2i in the low nibble (ASCEND.md 2.4)", "[mx][fp4]") {
+TEST_CASE("FP4 codes: element 2i in the low nibble (docs/formats/mx.md#fp4-nibble-packing)", "[mx][fp4]") {
   // amax 6 -> X = 1; codes 1 -> 0x2, 2 -> 0x4, 3 -> 0x5, 4 -> 0x6, -6 -> 0xF.
   const std::vector<float> x = {1, 2, 3, 4, -6, 0.5f, -0.5f, 0, 1.5f, 6};
   const auto t = mx_quantize<float4_e2m1fn>(x, 2, 5);

@@ -63,7 +63,7 @@ TEST_CASE("N_guard arithmetic: the amax lands in binade 15 - N_guard for every d
     CHECK(rule.target() == t);
     CHECK(rule.scheme().target == t);
     CHECK(rule.scheme().rule == scale_rule::pow2);
-    // binades left for data: T down to HiF8's smallest denormal binade, -22 (spec/HIF8.md 6).
+    // binades left for data: T down to HiF8's smallest denormal binade, -22 (docs/formats/hifloat8.md#recipe-numbers-and-n_guard).
     CHECK(t - (-22) + 1 == 38 - n);
     // every amax over 60 binades, at binade edges and in between
     for (int e = -30; e <= 30; ++e)
@@ -288,7 +288,7 @@ TEST_CASE("delayed scaling: overflow count per update", "[recipes][delayed][over
   auto r = d.step(std::span<const float>(ones));  // current: s = 2^-5, 1 / s = 32
   CHECK(r.overflow == 0);
   // HiF8 max 2^15; non-saturating conversion overflows from 40960 = 1.25 * 2^15 on
-  // (spec/HIF8.md 4.2), i.e. x >= 1280 at s = 2^-5. 1100 -> 35200 rounds to max: no overflow.
+  // (docs/formats/hifloat8.md#overflow), i.e. x >= 1280 at s = 2^-5. 1100 -> 35200 rounds to max: no overflow.
   std::vector<float> x = {1.0f, 1100.0f, -1280.0f, 1300.0f, 5000.0f, -2000.0f, 1024.0f};
   r = d.step(std::span<const float>(x));
   CHECK(r.scale == pow2(-5));

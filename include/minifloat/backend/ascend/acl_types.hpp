@@ -1,7 +1,7 @@
 #pragma once
 // The Ascend shim's tables: our dtypes as aclDataType numbers, our round modes as aclnn round-mode
 // strings per operator, groupSize packing, and which SoCs take the low-precision dtypes.
-// Every value comes from public documentation (spec/ASCEND.md, sources cited there); NOTHING here
+// Every value comes from public documentation (docs/formats/ascend.md#sources); NOTHING here
 // has been checked against hardware. When compiled against a CANN toolkit, the static_asserts
 // below compare our numbers with the toolkit's own aclDataType enum.
 //
@@ -21,7 +21,7 @@
 
 namespace minifloat::backend::ascend {
 
-// --- aclDataType (spec/ASCEND.md 1.1; runtime docs aclDataType.md) --------------------------------
+// --- aclDataType (docs/formats/ascend.md#data-types; runtime docs aclDataType.md) --------------------------------
 
 /// The aclDataType number of a dtype, written down from the docs (not taken from the header, so
 /// the static_asserts below compare two independent transcriptions).
@@ -60,10 +60,10 @@ constexpr aclDataType to_acl(dtype t) noexcept { return static_cast<aclDataType>
 constexpr bool is_a5_only(dtype t) noexcept { return acl_dtype_number(t) >= 33 && acl_dtype_number(t) <= 41; }
 
 /// Whether a SoC name (aclrtGetSocName) belongs to the Ascend 950 generation, the only one whose
-/// runtime accepts aclDataType 33..41 (spec/ASCEND.md 1.1).
+/// runtime accepts aclDataType 33..41 (docs/formats/ascend.md#product-scope).
 constexpr bool soc_is_950(std::string_view soc) noexcept { return soc.find("Ascend950") != std::string_view::npos; }
 
-// --- round-mode strings (spec/ASCEND.md 3; the operators' docs) ------------------------------------
+// --- round-mode strings (docs/formats/ascend.md#round-mode-strings; the operators' docs) ------------------------------------
 
 /// The aclnn operators the shim calls that take a round-mode string.
 enum class rounding_op : std::uint8_t { ascend_quant_v3, quant_max, dynamic_mx_quant_v3 };
@@ -108,7 +108,7 @@ inline std::string_view rounding_op_name(rounding_op op) noexcept {
   return "?";
 }
 
-// --- aclnnQuantMatmulV5 groupSize (spec/ASCEND.md 2.3) -------------------------------------------
+// --- aclnnQuantMatmulV5 groupSize (docs/formats/ascend.md#gemm-operators) -------------------------------------------
 
 /// groupSize = gsK | gsN << 16 | gsM << 32 (the high 16 bits are ignored by the op).
 constexpr std::int64_t pack_group_size(std::int64_t gs_m, std::int64_t gs_n, std::int64_t gs_k) noexcept {
@@ -118,7 +118,7 @@ static_assert(pack_group_size(1, 1, 32) == 4295032864);      // MX
 static_assert(pack_group_size(1, 128, 128) == 4303356032);   // G-B
 static_assert(pack_group_size(128, 128, 128) == 549764202624);  // B-B
 
-// --- aclnnDynamicMxQuantV3 scaleAlg (spec/ASCEND.md 2.2) -----------------------------------------
+// --- aclnnDynamicMxQuantV3 scaleAlg (docs/formats/ascend.md#quantize-operators) -----------------------------------------
 
 /// scaleAlg for an MX scale rule: 0 = OCP floor; 1 = the cuBLAS-style exponent rounded up, which is
 /// the library's rceil (FP8 only); nullopt for the rules aclnn has no algorithm for.

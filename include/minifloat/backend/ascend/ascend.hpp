@@ -1,8 +1,8 @@
 #pragma once
 // The Ascend 950 backend: backend::backend_interface (backend.hpp) mapped onto CANN aclnn operators.
 //
-//   UNTESTED ON HARDWARE. This shim was written from public documentation (spec/ASCEND.md and the
-//   operator docs it cites) without an Ascend NPU or a CANN toolkit. CI compiles it against
+//   UNTESTED ON HARDWARE. This shim was written from public documentation (docs/formats/ascend.md and
+//   the operator docs it cites) without an Ascend NPU or a CANN toolkit. CI compiles it against
 //   test-only stand-in headers and runs its whole call path against a recording fake of the aclnn
 //   functions (tests/fake_cann/). docs/backends.md says what that proves and what only hardware can.
 //
@@ -26,7 +26,7 @@
 // asynchronous: results are visible after synchronize().
 //
 // Capability gating: the SoC name (aclrtGetSocName) must belong to the Ascend 950 generation;
-// elsewhere every request is refused (aclDataType 33..41 exist only there, spec/ASCEND.md 1.1).
+// elsewhere every request is refused (aclDataType 33..41 exist only there, docs/formats/ascend.md#product-scope).
 // Tensor placement: data tensors live on this backend's device (tensor_view::where ==
 // ascend(index)); the static scales of quantize / quantize_with_amax live on the HOST (the shim
 // inverts them there); group_sizes may live on either.
@@ -149,7 +149,7 @@ struct tensor_list_deleter {
 using acl_tensor_list = std::unique_ptr<aclTensorList, tensor_list_deleter>;
 
 /// An ND aclTensor over device memory: view dims, element strides, offset 0, storage dims.
-/// tensorData must be 32-byte aligned (CANN 9.x aclCreateTensor; spec/ASCEND.md 2.1).
+/// tensorData must be 32-byte aligned (CANN 9.x aclCreateTensor; docs/formats/ascend.md#calling-convention).
 inline acl_tensor make_acl_tensor(void* data, dtype t, const std::vector<std::int64_t>& dims,
                                   const std::vector<std::int64_t>& strides, const std::vector<std::int64_t>& storage) {
   if (reinterpret_cast<std::uintptr_t>(data) % 32 != 0)
@@ -222,7 +222,7 @@ class ascend_backend final : public backend_interface {
     const auto no = [](const std::string& why) { return support::no(why); };
     if (!soc_is_950(soc_))
       return no("the runtime takes aclDataType 33..41 (HiFloat8, FP8, E8M0, FP6, FP4) only on the Ascend 950 / "
-                "Atlas 350 generation; this device reports SoC '" + soc_ + "' (spec/ASCEND.md 1.1)");
+                "Atlas 350 generation; this device reports SoC '" + soc_ + "' (docs/formats/ascend.md#product-scope)");
     const auto fp8 = [](dtype t) { return t == dtype::float8_e4m3fn || t == dtype::float8_e5m2; };
     const auto q8 = [&](dtype t) { return t == dtype::hifloat8 || fp8(t); };
     const auto round_ok = [&](rounding_op op, dtype element) -> support {

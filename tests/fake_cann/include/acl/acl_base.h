@@ -1,6 +1,6 @@
 /* TEST-ONLY stand-in for the CANN header of the same name, written for minifloat's CI from the
- * public documentation summarised in spec/ASCEND.md (section 1.1: aclDataType values; 2.1: the
- * runtime calls of the doc samples). It declares only what the minifloat Ascend shim uses. It is
+ * public documentation summarised in docs/formats/ascend.md (data types, calling
+ * convention). It declares only what the minifloat Ascend shim uses. It is
  * not the vendor header and carries none of its text; it is never installed. */
 #ifndef MINIFLOAT_FAKE_CANN_ACL_BASE_H
 #define MINIFLOAT_FAKE_CANN_ACL_BASE_H
@@ -18,7 +18,7 @@ extern "C" {
 typedef int aclError;
 #define ACL_SUCCESS 0
 
-/* aclDataType: the values of spec/ASCEND.md 1.1 (runtime docs aclDataType.md). */
+/* aclDataType: the values of docs/formats/ascend.md#data-types (runtime docs aclDataType.md). */
 typedef enum {
   ACL_DT_UNDEFINED = -1,
   ACL_FLOAT = 0,

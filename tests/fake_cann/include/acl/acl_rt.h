@@ -1,4 +1,4 @@
-/* TEST-ONLY stand-in (see acl_base.h): the runtime calls of the doc samples, spec/ASCEND.md 2.1. */
+/* TEST-ONLY stand-in (see acl_base.h): the runtime calls of the doc samples, docs/formats/ascend.md#calling-convention. */
 #ifndef MINIFLOAT_FAKE_CANN_ACL_RT_H
 #define MINIFLOAT_FAKE_CANN_ACL_RT_H
 

@@ -1,4 +1,4 @@
-/* TEST-ONLY stand-in (see acl/acl_base.h): tensor descriptors and the executor, spec/ASCEND.md 2.1. */
+/* TEST-ONLY stand-in (see acl/acl_base.h): tensor descriptors and the executor, docs/formats/ascend.md#calling-convention. */
 #ifndef MINIFLOAT_FAKE_CANN_ACL_META_H
 #define MINIFLOAT_FAKE_CANN_ACL_META_H
 

@@ -1,4 +1,4 @@
-/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnAscendQuantV3 (spec/ASCEND.md 2.2). */
+/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnAscendQuantV3 (docs/formats/ascend.md#quantize-operators). */
 #ifndef MINIFLOAT_FAKE_ACLNN_ASCEND_QUANT_V3_H
 #define MINIFLOAT_FAKE_ACLNN_ASCEND_QUANT_V3_H
 

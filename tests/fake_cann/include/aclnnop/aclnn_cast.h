@@ -1,4 +1,4 @@
-/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnCast (spec/ASCEND.md 2.2). */
+/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnCast (docs/formats/ascend.md#quantize-operators). */
 #ifndef MINIFLOAT_FAKE_ACLNN_CAST_H
 #define MINIFLOAT_FAKE_ACLNN_CAST_H
 

@@ -1,4 +1,4 @@
-/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnDynamicQuantV4 (spec/ASCEND.md 2.2). */
+/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnDynamicQuantV4 (docs/formats/ascend.md#quantize-operators). */
 #ifndef MINIFLOAT_FAKE_ACLNN_DYNAMIC_QUANT_V4_H
 #define MINIFLOAT_FAKE_ACLNN_DYNAMIC_QUANT_V4_H
 

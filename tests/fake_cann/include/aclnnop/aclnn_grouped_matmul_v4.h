@@ -1,4 +1,4 @@
-/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnGroupedMatmulV4 (spec/ASCEND.md 2.3). */
+/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnGroupedMatmulV4 (docs/formats/ascend.md#gemm-operators). */
 #ifndef MINIFLOAT_FAKE_ACLNN_GROUPED_MATMUL_V4_H
 #define MINIFLOAT_FAKE_ACLNN_GROUPED_MATMUL_V4_H
 

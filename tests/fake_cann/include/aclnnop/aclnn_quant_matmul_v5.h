@@ -1,4 +1,4 @@
-/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnQuantMatmulV5 (spec/ASCEND.md 2.3). */
+/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnQuantMatmulV5 (docs/formats/ascend.md#gemm-operators). */
 #ifndef MINIFLOAT_FAKE_ACLNN_QUANT_MATMUL_V5_H
 #define MINIFLOAT_FAKE_ACLNN_QUANT_MATMUL_V5_H
 

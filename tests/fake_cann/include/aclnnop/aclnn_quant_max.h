@@ -1,4 +1,4 @@
-/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnQuantMax (spec/ASCEND.md 2.2; ops-nn aclnnQuantMax.md). */
+/* TEST-ONLY stand-in (see acl/acl_base.h): the documented two-phase prototypes of aclnnQuantMax (docs/formats/ascend.md#quantize-operators; ops-nn aclnnQuantMax.md). */
 #ifndef MINIFLOAT_FAKE_ACLNN_QUANT_MAX_H
 #define MINIFLOAT_FAKE_ACLNN_QUANT_MAX_H
 
