@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ratio tables for bench/README.md "## GEMM" from one or more bench/gemm JSON runs.
+"""Ratio tables for bench/README.md "## GEMM" from one or more bench_gemm (bench/gemm.cpp) JSON runs.
 
     build/bench/bench/gemm --benchmark_min_time=0.2 --benchmark_format=json > run1.json   # x3
     python3 bench/gemm_ratios.py run1.json run2.json run3.json
