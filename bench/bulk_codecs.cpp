@@ -284,8 +284,11 @@ void mx_quantize_bench(benchmark::State& state) {
   const std::size_t n = size_of(state), cols = 4096, rows = n / cols;
   const std::span<const float> in(gaussian().data(), n);
   mx_tensor<Elem> t(rows, cols, 1);
+  auto v = t.mutable_view();
   for (auto _ : state) {
-    if (k::mx_quantize_into<Elem>(in, t.mutable_view()) != k::kernel_status::ok) state.SkipWithError("kernel failed");
+    if (k::mx_quantize<Elem>(in, rows, cols, mx_tile::row32, scale_rule::floor, v.codes(), v.scales()) !=
+        k::kernel_status::ok)
+      state.SkipWithError("kernel failed");
     benchmark::ClobberMemory();
   }
   finish(state, n, 4);
@@ -296,8 +299,11 @@ void mx_quantize_scalar(benchmark::State& state) {
   const std::size_t n = size_of(state), cols = 4096, rows = n / cols;
   const std::span<const float> in(gaussian().data(), n);
   mx_tensor<Elem> t(rows, cols, 1);
+  auto v = t.mutable_view();
   for (auto _ : state) {
-    mx_quantize_into(in, t.mutable_view());  // the block layer itself
+    // the scalar reference path
+    (void)k::mx_quantize<Elem>(in, rows, cols, mx_tile::row32, scale_rule::floor, v.codes(), v.scales(),
+                               {.path = k::isa::scalar});
     benchmark::ClobberMemory();
   }
   finish(state, n, 4);
@@ -307,10 +313,12 @@ template <class Elem>
 void mx_dequantize_bench(benchmark::State& state) {
   const std::size_t n = size_of(state), cols = 4096, rows = n / cols;
   mx_tensor<Elem> t(rows, cols, 1);
-  (void)k::mx_quantize_into<Elem>(std::span<const float>(gaussian().data(), n), t.mutable_view());
+  mx_quantize_into(std::span<const float>(gaussian().data(), n), t.mutable_view());
   std::vector<float> out(n);
   for (auto _ : state) {
-    if (k::mx_dequantize<Elem>(t.view(), std::span<float>(out)) != k::kernel_status::ok) state.SkipWithError("kernel failed");
+    if (k::mx_dequantize<Elem>(t.codes(), t.scales(), rows, cols, mx_tile::row32, std::span<float>(out)) !=
+        k::kernel_status::ok)
+      state.SkipWithError("kernel failed");
     benchmark::ClobberMemory();
   }
   finish(state, n, 4);

@@ -27,6 +27,7 @@ inline constexpr bool kFull = false;
 /// Every path this process can run (the SIMD ones first); scalar is always last.
 inline std::vector<k::isa> paths() {
   std::vector<k::isa> p;
+  if (k::isa_available(k::isa::avx512)) p.push_back(k::isa::avx512);
   if (k::isa_available(k::isa::avx2)) p.push_back(k::isa::avx2);
   if (k::isa_available(k::isa::neon)) p.push_back(k::isa::neon);
   p.push_back(k::isa::scalar);

@@ -1,8 +1,9 @@
-// simd::mx_quantize_into / mx_dequantize (simd/mx.hpp) on every ISA path against the block
-// layer (block/mx_tensor.hpp mx_quantize_into / mx_dequantize): identical code and scale bytes,
-// identical values, for every MX element format, both axes, every scale rule, float32 / bf16 /
-// fp16 inputs, ragged shapes (short last blocks, odd FP4 rows) and blocks holding NaN, Inf,
-// zeros, float32 subnormals and values near FLT_MAX.
+// simd::mx_quantize / mx_dequantize (simd/mx.hpp) on every ISA path against the scalar reference
+// path, and that reference against the independent MX reference of tests/unit/block/
+// mx_reference.hpp: identical code and scale bytes, identical values, for every MX element
+// format, every tile (1x32, 32x1, 32x32), every scale rule, float32 / bf16 / fp16 inputs, ragged
+// shapes (short last blocks, odd FP4 rows) and blocks holding NaN, Inf, zeros, float32
+// subnormals and values near FLT_MAX.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -16,6 +17,7 @@
 #include <minifloat/all.hpp>
 
 #include "simd_equivalence/simd_support.hpp"
+#include "unit/block/mx_reference.hpp"
 
 using namespace minifloat;
 namespace k = minifloat::simd;
@@ -51,86 +53,126 @@ bool same_bytes(const A& a, const B& b) {
   return a.size() == b.size() && (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
 }
 
+struct mx_buffers {
+  std::vector<std::uint8_t> codes, scales;
+};
+
+template <class Elem>
+mx_buffers mx_alloc(std::size_t rows, std::size_t cols, mx_tile tile, std::uint8_t fill = 0) {
+  return {std::vector<std::uint8_t>(*k::mx_code_count<Elem>(rows, cols), fill),
+          std::vector<std::uint8_t>(*k::mx_scale_count(rows, cols, tile), fill)};
+}
+
 template <class Elem, class In>
-void check_mx(std::size_t rows, std::size_t cols, int axis, mx_scale_rule rule, std::uint32_t seed) {
+mx_buffers mx_run(const std::vector<In>& x, std::size_t rows, std::size_t cols, mx_tile tile, scale_rule rule, k::isa path,
+                  std::uint8_t fill = 0) {
+  mx_buffers b = mx_alloc<Elem>(rows, cols, tile, fill);
+  REQUIRE(k::mx_quantize<Elem>(std::span<const In>(x), rows, cols, tile, rule, b.codes, b.scales, {.path = path}) ==
+          k::kernel_status::ok);
+  return b;
+}
+
+template <class Elem>
+std::vector<float> mx_values(const mx_buffers& b, std::size_t rows, std::size_t cols, mx_tile tile, k::isa path) {
+  std::vector<float> out(rows * cols, -1.0f);
+  REQUIRE(k::mx_dequantize<Elem>(b.codes, b.scales, rows, cols, tile, std::span<float>(out), {.path = path}) ==
+          k::kernel_status::ok);
+  return out;
+}
+
+void check_same_values(const std::vector<float>& want, const std::vector<float>& got) {
+  REQUIRE(want.size() == got.size());
+  for (std::size_t i = 0; i < got.size(); ++i)
+    if (want[i] != want[i] ? got[i] == got[i] : bits(got[i]) != bits(want[i]))
+      FAIL("value " << i << ": expected " << want[i] << ", got " << got[i]);
+}
+
+template <class Elem, class In>
+void check_mx(std::size_t rows, std::size_t cols, mx_tile tile, scale_rule rule, std::uint32_t seed) {
   const auto xf = mx_data(rows * cols, seed);
   const auto x = simd_test::convert_inputs<In>(xf);
-  mx_tensor<Elem> want(rows, cols, axis, rule);
-  mx_quantize_into(std::span<const In>(x), want.mutable_view());
-  std::vector<float> want_values(rows * cols);
-  mx_dequantize(want.view(), std::span<float>(want_values));
+  INFO(format_name<Elem> << " " << rows << "x" << cols << " tile " << to_string(tile) << " " << to_string(rule));
+  const mx_buffers want = mx_run<Elem>(x, rows, cols, tile, rule, k::isa::scalar);
+  if constexpr (std::is_same_v<In, float>) {
+    const mx_ref::tensor_result ref =
+        tile == mx_tile::square32 ? mx_ref::quantize_tensor_2d<Elem>(xf, rows, cols, rule)
+                                  : mx_ref::quantize_tensor<Elem>(xf, rows, cols, tile == mx_tile::row32 ? 1 : 0, rule);
+    REQUIRE(same_bytes(std::span<const std::uint8_t>(want.codes), std::span<const std::uint8_t>(ref.codes)));
+    REQUIRE(same_bytes(std::span<const std::uint8_t>(want.scales), std::span<const std::uint8_t>(ref.scales)));
+  }
+  const auto want_values = mx_values<Elem>(want, rows, cols, tile, k::isa::scalar);
   for (const k::isa path : simd_test::paths()) {
-    INFO(format_name<Elem> << " " << rows << "x" << cols << " axis " << axis << " " << to_string(rule) << " on "
-                           << simd_test::name(path));
-    mx_tensor<Elem> got(rows, cols, axis, rule);
+    INFO("on " << simd_test::name(path));
     // Dirty the buffers first: the kernel must write every byte.
-    auto mv = got.mutable_view();
-    for (auto& b : mv.codes()) b = 0xA5;
-    for (auto& b : mv.scales()) b = 0x5A;
-    REQUIRE(k::mx_quantize_into<Elem>(std::span<const In>(x), mv, {.path = path}) == k::kernel_status::ok);
-    REQUIRE(same_bytes(got.codes(), want.codes()));
-    REQUIRE(same_bytes(got.scales(), want.scales()));
-    std::vector<float> values(rows * cols, -1.0f);
-    REQUIRE(k::mx_dequantize<Elem>(want.view(), std::span<float>(values), {.path = path}) == k::kernel_status::ok);
-    for (std::size_t i = 0; i < values.size(); ++i)
-      if (want_values[i] != want_values[i] ? values[i] == values[i] : bits(values[i]) != bits(want_values[i]))
-        FAIL("value " << i << ": expected " << want_values[i] << ", got " << values[i]);
+    const mx_buffers got = mx_run<Elem>(x, rows, cols, tile, rule, path, 0xA5);
+    REQUIRE(got.codes == want.codes);
+    REQUIRE(got.scales == want.scales);
+    check_same_values(want_values, mx_values<Elem>(want, rows, cols, tile, path));
   }
 }
+
+constexpr mx_tile kTiles[] = {mx_tile::row32, mx_tile::col32, mx_tile::square32};
+constexpr scale_rule kRules[] = {scale_rule::floor, scale_rule::rceil, scale_rule::ceil, scale_rule::even};
 
 const std::pair<std::size_t, std::size_t> kShapes[] = {{0, 0}, {0, 7}, {5, 0}, {1, 1}, {1, 31}, {2, 33},
                                                        {3, 64}, {33, 5}, {31, 65}, {40, 300}, {65, 17}};
 
 }  // namespace
 
-TEMPLATE_LIST_TEST_CASE("simd::mx_quantize_into equals the block layer", "[simd][mx]", mx_elements) {
+TEMPLATE_LIST_TEST_CASE("simd::mx_quantize equals the reference path on every tile", "[simd][mx]", mx_elements) {
   using Elem = TestType;
   std::uint32_t seed = 1;
-  for (const int axis : {1, 0})
-    for (const mx_scale_rule rule : {mx_scale_rule::floor, mx_scale_rule::rceil, mx_scale_rule::ceil, mx_scale_rule::even})
+  for (const mx_tile tile : kTiles)
+    for (const scale_rule rule : kRules)
       for (const auto& [rows, cols] : kShapes) {
-        check_mx<Elem, float>(rows, cols, axis, rule, ++seed);
+        check_mx<Elem, float>(rows, cols, tile, rule, ++seed);
         if (kFull || rows * cols < 200) {
-          check_mx<Elem, bfloat16>(rows, cols, axis, rule, ++seed);
-          check_mx<Elem, float16>(rows, cols, axis, rule, ++seed);
+          check_mx<Elem, bfloat16>(rows, cols, tile, rule, ++seed);
+          check_mx<Elem, float16>(rows, cols, tile, rule, ++seed);
         }
       }
 }
 
-TEMPLATE_LIST_TEST_CASE("simd::mx_dequantize decodes arbitrary code and scale bytes like the block layer",
+TEMPLATE_LIST_TEST_CASE("simd::mx_dequantize decodes arbitrary code and scale bytes like the reference path",
                         "[simd][mx]", mx_elements) {
   using Elem = TestType;
   std::mt19937 rng(17);
-  for (const int axis : {1, 0})
+  for (const mx_tile tile : kTiles)
     for (const auto& [rows, cols] : kShapes) {
-      mx_tensor<Elem> t(rows, cols, axis);
-      auto mv = t.mutable_view();
-      for (auto& b : mv.codes()) b = static_cast<std::uint8_t>(rng());
-      for (auto& b : mv.scales()) b = static_cast<std::uint8_t>(rng() % 4 == 0 ? 0xFF : rng() % 3 == 0 ? 0 : rng());
-      std::vector<float> want(rows * cols), got(rows * cols);
-      mx_dequantize(t.view(), std::span<float>(want));
+      mx_buffers t = mx_alloc<Elem>(rows, cols, tile);
+      for (auto& b : t.codes) b = static_cast<std::uint8_t>(rng());
+      for (auto& b : t.scales) b = static_cast<std::uint8_t>(rng() % 4 == 0 ? 0xFF : rng() % 3 == 0 ? 0 : rng());
+      const auto want = mx_values<Elem>(t, rows, cols, tile, k::isa::scalar);
       for (const k::isa path : simd_test::paths()) {
-        REQUIRE(k::mx_dequantize<Elem>(t.view(), std::span<float>(got), {.path = path}) == k::kernel_status::ok);
-        for (std::size_t i = 0; i < got.size(); ++i)
-          if (want[i] != want[i] ? got[i] == got[i] : bits(got[i]) != bits(want[i]))
-            FAIL(format_name<Elem> << " " << rows << "x" << cols << " axis " << axis << " value " << i << " on "
-                                   << simd_test::name(path));
+        INFO(format_name<Elem> << " " << rows << "x" << cols << " tile " << to_string(tile) << " on " << simd_test::name(path));
+        check_same_values(want, mx_values<Elem>(t, rows, cols, tile, path));
       }
     }
 }
 
-TEST_CASE("simd::mx_quantize_into checks sizes", "[simd][mx][errors]") {
-  mx_tensor<float8_e4m3fn> t(2, 40);
+TEST_CASE("simd::mx_quantize checks sizes, rules and overflowing shapes", "[simd][mx][errors]") {
+  mx_buffers t = mx_alloc<float8_e4m3fn>(2, 40, mx_tile::row32);
   std::vector<float> x(79);
-  CHECK(k::mx_quantize_into<float8_e4m3fn>(std::span<const float>(x), t.mutable_view()) ==
-        k::kernel_status::size_mismatch);
+  CHECK(k::mx_quantize<float8_e4m3fn>(std::span<const float>(x), 2, 40, mx_tile::row32, scale_rule::floor, t.codes,
+                                      t.scales) == k::kernel_status::size_mismatch);
+  x.resize(80);
+  CHECK(k::mx_quantize<float8_e4m3fn>(std::span<const float>(x), 2, 40, mx_tile::row32, scale_rule::pow2, t.codes,
+                                      t.scales) == k::kernel_status::bad_argument);
+  CHECK(k::mx_quantize<float8_e4m3fn>(std::span<const float>(x), 2, 40, mx_tile::square32, scale_rule::floor, t.codes,
+                                      t.scales) == k::kernel_status::size_mismatch);  // 1 scale, not 4
   std::vector<float> out(81);
-  CHECK(k::mx_dequantize<float8_e4m3fn>(t.view(), std::span<float>(out)) == k::kernel_status::size_mismatch);
+  CHECK(k::mx_dequantize<float8_e4m3fn>(t.codes, t.scales, 2, 40, mx_tile::row32, std::span<float>(out)) ==
+        k::kernel_status::size_mismatch);
+  const std::size_t huge = (std::size_t{1} << 63) + 2;  // rows * cols wraps to 4
+  std::vector<float> four(4);
+  std::vector<std::uint8_t> c4(4), s4(4);
+  CHECK(k::mx_quantize<float8_e4m3fn>(std::span<const float>(four), huge, 2, mx_tile::row32, scale_rule::floor, c4, s4) ==
+        k::kernel_status::size_mismatch);
+  CHECK(!k::mx_scale_count(std::size_t{1} << 40, std::size_t{1} << 40, mx_tile::col32));
 }
 
-TEMPLATE_LIST_TEST_CASE("simd::mx_quantize_into scales match the block layer at every exponent and rule boundary",
-                        "[simd][mx]", mx_elements) {
-  // One block per amax pattern: every biased exponent 0..255 with the fractions where the rules
+TEMPLATE_LIST_TEST_CASE("simd::mx_quantize scales match the reference at every exponent and rule boundary",
+                        "[simd][mx]", mx_elements) {  // One block per amax pattern: every biased exponent 0..255 with the fractions where the rules
   // switch (ceil: 0 / 1; even: the half-ulp carry; rceil: the element max's significand), in
   // rows of 8 blocks so that the 8-block vector path handles them.
   using Elem = TestType;
@@ -153,18 +195,21 @@ TEMPLATE_LIST_TEST_CASE("simd::mx_quantize_into scales match the block layer at 
       x[b * 32 + i] = (i == b % 32) ? ((rng() & 1) ? -amax : amax) : small;
     }
   }
-  for (const mx_scale_rule rule : {mx_scale_rule::floor, mx_scale_rule::rceil, mx_scale_rule::ceil, mx_scale_rule::even}) {
-    mx_tensor<Elem> want(rows, cols, 1, rule), got(rows, cols, 1, rule);
-    mx_quantize_into(std::span<const float>(x), want.mutable_view());
+  for (const scale_rule rule : kRules) {
+    const mx_buffers want = mx_run<Elem>(x, rows, cols, mx_tile::row32, rule, k::isa::scalar);
+    for (std::size_t b = 0; b < patterns.size(); ++b) {  // the reference path against mx_ref
+      const std::vector<float> block(x.begin() + static_cast<std::ptrdiff_t>(32 * b), x.begin() + static_cast<std::ptrdiff_t>(32 * b + 32));
+      if (want.scales[b] != mx_ref::quantize_block<Elem>(block, rule).scale)
+        FAIL("amax bits 0x" << std::hex << patterns[b] << ": reference path scale 0x" << unsigned{want.scales[b]});
+    }
     for (const k::isa path : simd_test::paths()) {
       INFO(format_name<Elem> << " " << to_string(rule) << " on " << simd_test::name(path));
-      REQUIRE(k::mx_quantize_into<Elem>(std::span<const float>(x), got.mutable_view(), {.path = path}) ==
-              k::kernel_status::ok);
+      const mx_buffers got = mx_run<Elem>(x, rows, cols, mx_tile::row32, rule, path);
       for (std::size_t b = 0; b < patterns.size(); ++b)
-        if (got.scales()[b] != want.scales()[b])
-          FAIL("amax bits 0x" << std::hex << patterns[b] << ": scale 0x" << unsigned{want.scales()[b]} << " expected, got 0x"
-                              << unsigned{got.scales()[b]});
-      REQUIRE(got == want);
+        if (got.scales[b] != want.scales[b])
+          FAIL("amax bits 0x" << std::hex << patterns[b] << ": scale 0x" << unsigned{want.scales[b]} << " expected, got 0x"
+                              << unsigned{got.scales[b]});
+      REQUIRE(got.codes == want.codes);
     }
   }
 }

@@ -1,10 +1,9 @@
 // Scaled bulk kernels on every ISA path: quantize_scaled (codes of x / s in float32 plus the
-// finite amax of x in the same pass), finite_amax, and the scheme-level simd::quantize /
-// quantize_with_scales / dequantize against minifloat::quantize / quantize_with_scales /
-// dequantize (quant/quantized_tensor.hpp): identical codes and scales, identical values, for
-// every format, granularity and scale rule on random data with special values.
+// finite amax of x in the same pass) and finite_amax, against the scalar twins. The scheme-level
+// engine built on them: test_quantize_paths.cpp.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -12,7 +11,6 @@
 #include <vector>
 
 #include <minifloat/simd/bulk.hpp>
-#include <minifloat/simd/quantize_twin.hpp>
 #include <minifloat/all.hpp>
 #include <minifloat/quant/quantized_tensor.hpp>
 
@@ -25,7 +23,12 @@ using simd_test::kFull;
 
 namespace {
 
-float reference_amax(std::span<const float> x) { return finite_amax(x); }
+float reference_amax(std::span<const float> x) {
+  float m = 0.0f;
+  for (const float v : x)
+    if (std::isfinite(v)) m = std::max(m, std::fabs(v));
+  return m;
+}
 
 template <class T, class In>
 void check_scaled(const std::vector<In>& x, float scale, conversion c, k::isa path) {
@@ -109,95 +112,4 @@ TEST_CASE("finite_amax skips NaN and Inf", "[simd][scaled]") {
     REQUIRE(k::finite_amax(std::span<const float>(specials), a, {.path = path}) == k::kernel_status::ok);
     CHECK(a == 3.0f);
   }
-}
-
-namespace {
-
-std::vector<float> tensor_data(std::size_t n, std::uint32_t seed) {
-  // Mostly normal-ish magnitudes so that scales are meaningful, with outliers and specials.
-  std::mt19937 rng(seed);
-  std::normal_distribution<float> nd(0.0f, 1.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) {
-    const auto r = static_cast<std::uint32_t>(rng() % 64);
-    x = nd(rng) * (r == 0 ? 1e4f : r == 1 ? 1e-6f : 1.0f);
-    if (r == 2) x = 0.0f;
-    if (r == 3 && rng() % 8 == 0) x = (rng() & 1) ? INFINITY : std::nanf("");
-  }
-  return v;
-}
-
-template <class A, class B>
-bool same_bytes(const A& a, const B& b) {
-  return a.size() == b.size() && (a.size() == 0 || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
-}
-
-void check_values(const std::vector<float>& want, const std::vector<float>& got) {
-  REQUIRE(want.size() == got.size());
-  for (std::size_t i = 0; i < want.size(); ++i)
-    if (want[i] != want[i] ? got[i] == got[i] : bits(got[i]) != bits(want[i]))
-      FAIL("value " << i << ": expected " << want[i] << ", got " << got[i]);
-}
-
-void check_tensor(const quant_scheme& s, std::size_t rows, std::size_t cols, std::uint32_t seed) {
-  const auto x = tensor_data(rows * cols, seed);
-  const auto want = quantize(std::span<const float>(x), rows, cols, s);
-  const auto want_values = dequantize(want);
-  for (const k::isa path : simd_test::paths()) {
-    INFO(s.describe() << " " << rows << "x" << cols << " on " << simd_test::name(path));
-    const auto got = k::quantize(std::span<const float>(x), rows, cols, s, {.path = path});
-    REQUIRE(same_bytes(got.codes(), want.codes()));
-    REQUIRE(same_bytes(got.scales(), want.scales()));
-    REQUIRE(same_bytes(got.mx_scales(), want.mx_scales()));
-    check_values(want_values, k::dequantize(want, {.path = path}));
-    if (s.gran != granularity::mx) {
-      const matrix_view<const float> xv(std::span<const float>(x), rows, cols);
-      const auto want2 = quantize_with_scales(xv, s, want.scales());
-      const auto got2 = k::quantize_with_scales(xv, s, want.scales(), {.path = path});
-      REQUIRE(same_bytes(got2.codes(), want2.codes()));
-      REQUIRE(same_bytes(got2.scales(), want2.scales()));
-    }
-  }
-}
-
-const std::pair<std::size_t, std::size_t> kShapes[] = {{0, 5}, {1, 1}, {3, 257}, {37, 70}, {64, 33}};
-
-}  // namespace
-
-TEST_CASE("simd::quantize equals minifloat::quantize for fp32-scaled schemes", "[simd][scaled][scheme]") {
-  const format_id formats[] = {format_id::hifloat8,      format_id::float8_e4m3fn, format_id::float8_e5m2,
-                               format_id::float6_e3m2fn, format_id::float6_e2m3fn, format_id::float4_e2m1fn,
-                               format_id::bfloat16,      format_id::float16};
-  std::uint32_t seed = 1;
-  for (const format_id f : formats)
-    for (const granularity g : {granularity::tensor, granularity::channel, granularity::token, granularity::block})
-      for (const scale_rule rule : {scale_rule::max, scale_rule::pow2, scale_rule::none})
-        for (const rounding r : {rounding::nearest, rounding::toward_zero}) {
-          quant_scheme s = quant_scheme::make(f, g);
-          s.rule = rule;
-          s.round = r;
-          if (rule == scale_rule::pow2) s.target = (seed % 2) ? 4 : -3;
-          if (g == granularity::block) {
-            s.block_rows = 1 + seed % 4;
-            s.block_cols = seed % 3 == 0 ? 128 : 3 + seed % 5;
-          }
-          for (const auto& [rows, cols] : kShapes) {
-            if (!kFull && rows * cols > 300 && seed % 4 != 0) continue;
-            check_tensor(s, rows, cols, ++seed);
-          }
-        }
-}
-
-TEST_CASE("simd::quantize equals minifloat::quantize for mx schemes", "[simd][scaled][scheme][mx]") {
-  const format_id formats[] = {format_id::float8_e4m3fn, format_id::float8_e5m2, format_id::float6_e3m2fn,
-                               format_id::float6_e2m3fn, format_id::float4_e2m1fn};
-  std::uint32_t seed = 100;
-  for (const format_id f : formats)
-    for (const int axis : {0, 1})
-      for (const scale_rule rule : {scale_rule::floor, scale_rule::rceil, scale_rule::ceil, scale_rule::even}) {
-        quant_scheme s = quant_scheme::make(f, granularity::mx);
-        s.axis = axis;
-        s.rule = rule;
-        for (const auto& [rows, cols] : kShapes) check_tensor(s, rows, cols, ++seed);
-      }
 }

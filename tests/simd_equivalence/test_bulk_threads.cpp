@@ -75,17 +75,21 @@ TEST_CASE("threaded and split bulk calls give the single-call codes", "[simd][th
     }
 }
 
-TEST_CASE("threaded MX quantize equals the single call on both axes", "[simd][threads][mx]") {
+TEST_CASE("threaded MX quantize equals the single call on every tile", "[simd][threads][mx]") {
   simd_test::input_source src(7);
-  for (const int axis : {0, 1})
+  for (const mx_tile tile : {mx_tile::row32, mx_tile::col32, mx_tile::square32})
     for (const auto& [rows, cols] : {std::pair<std::size_t, std::size_t>{100, 70}, {31, 200}, {64, 33}}) {
       const auto x = src.floats(rows * cols);
-      mx_tensor<float4_e2m1fn> one(rows, cols, axis), par(rows, cols, axis);
-      REQUIRE(k::mx_quantize_into<float4_e2m1fn>(std::span<const float>(x), one.mutable_view()) == k::kernel_status::ok);
+      const std::size_t nc = *k::mx_code_count<float4_e2m1fn>(rows, cols), ns = *k::mx_scale_count(rows, cols, tile);
+      std::vector<std::uint8_t> c1(nc), s1(ns);
+      REQUIRE(k::mx_quantize<float4_e2m1fn>(std::span<const float>(x), rows, cols, tile, scale_rule::floor, c1, s1) ==
+              k::kernel_status::ok);
       for (const unsigned threads : {2U, 3U}) {
-        REQUIRE(k::mx_quantize_into_parallel<float4_e2m1fn>(std::span<const float>(x), par.mutable_view(), threads) ==
-                k::kernel_status::ok);
-        REQUIRE(par == one);
+        std::vector<std::uint8_t> cp(nc, 0xA5), sp(ns, 0xA5);
+        REQUIRE(k::mx_quantize_parallel<float4_e2m1fn>(std::span<const float>(x), rows, cols, tile, scale_rule::floor, cp,
+                                                       sp, threads) == k::kernel_status::ok);
+        REQUIRE(cp == c1);
+        REQUIRE(sp == s1);
       }
     }
 }

@@ -45,10 +45,13 @@ TEST_CASE("static AVX2 path: automatic is at least AVX2 and equals the scalar re
   for (unsigned i = 0; i < 256; ++i)
     REQUIRE(simd_test::bits(d[i]) == simd_test::bits(static_cast<float>(hifloat8::from_bits(codes[i]))));
   const auto xm = src.floats(64 * 40);
-  mx_tensor<float8_e4m3fn> want(64, 40, 1), got(64, 40, 1);
-  mx_quantize_into(std::span<const float>(xm), want.mutable_view());
-  REQUIRE(k::mx_quantize_into<float8_e4m3fn>(std::span<const float>(xm), got.mutable_view()) == k::kernel_status::ok);
-  REQUIRE(got == want);
+  std::vector<std::uint8_t> wc(64 * 40), ws(64 * 2), gc(64 * 40), gs(64 * 2);
+  REQUIRE(k::mx_quantize<float8_e4m3fn>(std::span<const float>(xm), 64, 40, mx_tile::row32, scale_rule::floor, wc, ws,
+                                        {.path = k::isa::scalar}) == k::kernel_status::ok);
+  REQUIRE(k::mx_quantize<float8_e4m3fn>(std::span<const float>(xm), 64, 40, mx_tile::row32, scale_rule::floor, gc, gs) ==
+          k::kernel_status::ok);
+  REQUIRE(gc == wc);
+  REQUIRE(gs == ws);
 }
 
 #else

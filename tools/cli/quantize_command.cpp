@@ -2,7 +2,6 @@
 // on request, the codes and scales.
 #include <minifloat/io/npy.hpp>
 #include <minifloat/io/tensor_files.hpp>
-#include <minifloat/simd/quantize_twin.hpp>
 #include <minifloat/all.hpp>
 #include <minifloat/quant/quantized_tensor.hpp>
 
@@ -102,11 +101,10 @@ int cmd_quantize(const argv_t& argv) {
   if (flatten != "last" && flatten != "first") throw usage_error("--flatten must be last or first, got '" + flatten + "'");
   const auto [rows, cols] =
       matrix_shape(in.shape, flatten == "first" ? flatten_mode::first_axis : flatten_mode::last_axis);
-  // The SIMD twins of quantize()/dequantize(): the same codes, scales and values bit for bit
-  // (tests/simd_equivalence), with the scheme's seed for stochastic rounding.
-  const simd::bulk_options opts{.seed = s.seed};
-  const quantized_tensor q = simd::quantize(x, rows, cols, s, opts);
-  const std::vector<float> y = simd::dequantize(q, opts);
+  // The one engine on its widest ISA path, both cores (the same bits on every path and split).
+  const quantize_options opts{.threads = 0};
+  const quantized_tensor q = quantize(x, rows, cols, s, opts);
+  const std::vector<float> y = dequantize(q, opts);
   write_npy(a.positional()[1], std::span<const std::size_t>(in.shape), y);
 
   if (auto codes_path = a.get("codes")) {

@@ -6,6 +6,8 @@
 #include <optional>
 #include <string_view>
 
+#include "enum_names.hpp"
+
 namespace minifloat {
 
 enum class rounding : std::uint8_t {
@@ -54,39 +56,23 @@ struct conversion {
 
 inline constexpr conversion saturating{rounding::nearest, overflow::saturate};
 
-constexpr std::string_view to_string(rounding r) noexcept {
-  switch (r) {
-    case rounding::nearest: return "nearest";
-    case rounding::nearest_even: return "nearest_even";
-    case rounding::nearest_away: return "nearest_away";
-    case rounding::toward_zero: return "toward_zero";
-    case rounding::upward: return "upward";
-    case rounding::downward: return "downward";
-    case rounding::stochastic: return "stochastic";
-  }
-  return "?";
-}
+template <>
+struct enum_names<rounding> {
+  static constexpr std::array table{
+      name_of(rounding::nearest, "nearest"),         name_of(rounding::nearest_even, "nearest_even"),
+      name_of(rounding::nearest_away, "nearest_away"), name_of(rounding::toward_zero, "toward_zero"),
+      name_of(rounding::upward, "upward"),           name_of(rounding::downward, "downward"),
+      name_of(rounding::stochastic, "stochastic")};
+};
 
-constexpr std::string_view to_string(overflow o) noexcept {
-  switch (o) {
-    case overflow::non_saturating: return "non_saturating";
-    case overflow::saturate: return "saturate";
-    case overflow::saturate_nan_to_zero: return "saturate_nan_to_zero";
-  }
-  return "?";
-}
+template <>
+struct enum_names<overflow> {
+  static constexpr std::array table{name_of(overflow::non_saturating, "non_saturating"),
+                                    name_of(overflow::saturate, "saturate"),
+                                    name_of(overflow::saturate_nan_to_zero, "saturate_nan_to_zero")};
+};
 
-constexpr std::optional<rounding> parse_rounding(std::string_view s) noexcept {
-  for (auto r : {rounding::nearest, rounding::nearest_even, rounding::nearest_away,
-                 rounding::toward_zero, rounding::upward, rounding::downward, rounding::stochastic})
-    if (to_string(r) == s) return r;
-  return std::nullopt;
-}
-
-constexpr std::optional<overflow> parse_overflow(std::string_view s) noexcept {
-  for (auto o : {overflow::non_saturating, overflow::saturate, overflow::saturate_nan_to_zero})
-    if (to_string(o) == s) return o;
-  return std::nullopt;
-}
+constexpr std::optional<rounding> parse_rounding(std::string_view s) noexcept { return parse_enum<rounding>(s); }
+constexpr std::optional<overflow> parse_overflow(std::string_view s) noexcept { return parse_enum<overflow>(s); }
 
 }  // namespace minifloat

@@ -120,16 +120,12 @@ constexpr basic_float<S> abs(basic_float<S> x) noexcept { return signbit(x) ? -x
 
 enum class value_class : std::uint8_t { zero, subnormal, normal, infinite, nan };
 
-constexpr std::string_view to_string(value_class c) noexcept {
-  switch (c) {
-    case value_class::zero: return "zero";
-    case value_class::subnormal: return "subnormal";
-    case value_class::normal: return "normal";
-    case value_class::infinite: return "infinite";
-    case value_class::nan: return "nan";
-  }
-  return "?";
-}
+template <>
+struct enum_names<value_class> {
+  static constexpr std::array table{name_of(value_class::zero, "zero"), name_of(value_class::subnormal, "subnormal"),
+                                    name_of(value_class::normal, "normal"), name_of(value_class::infinite, "infinite"),
+                                    name_of(value_class::nan, "nan")};
+};
 
 /// fpclassify for minifloat values: subnormal means below the format's min normal (HiF8's
 /// denormal range included).

@@ -1,5 +1,6 @@
 #pragma once
-// The closed list of formats, for typed tests, tables and run-time dispatch by name (CLI).
+// The closed list of formats, for typed tests, tables and run-time dispatch by name (CLI), and
+// the format traits that are not part of a spec: which formats are OCP MX element types.
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -20,6 +21,17 @@ using all_formats = std::tuple<hifloat8, float8_e4m3fn, float8_e5m2, float6_e3m2
 
 template <class T>
 inline constexpr std::string_view format_name = T::spec::name;
+
+/// Whether T is an element format of OCP MX v1.0 (MXFP8 E4M3/E5M2, MXFP6 E3M2/E2M3, MXFP4 E2M1;
+/// MXINT8 is not provided): the one definition of the MX element set.
+template <class T>
+inline constexpr bool is_mx_element_v = std::is_same_v<T, float8_e4m3fn> || std::is_same_v<T, float8_e5m2> ||
+                                        std::is_same_v<T, float6_e3m2fn> || std::is_same_v<T, float6_e2m3fn> ||
+                                        std::is_same_v<T, float4_e2m1fn>;
+
+/// The element types MX blocks, tensors and kernels accept.
+template <class T>
+concept mx_element = is_mx_element_v<T>;
 
 template <class T>
 struct type_tag {
@@ -82,6 +94,16 @@ constexpr std::optional<format_id> parse_format(std::string_view name) noexcept 
   std::optional<format_id> r;
   visit_format(name, [&](auto t) { r = format_id_of<typename decltype(t)::type>; });
   return r;
+}
+
+/// is_mx_element_v by run-time id.
+constexpr bool is_mx_element(format_id id) noexcept {
+  return visit_format(id, [](auto t) { return is_mx_element_v<typename decltype(t)::type>; });
+}
+
+/// Bits of one code (4 for FP4, 16 for bfloat16) by run-time id.
+constexpr int format_bits(format_id id) noexcept {
+  return visit_format(id, [](auto t) { return decltype(t)::type::spec::bits; });
 }
 
 /// Calls f(type_tag<T>{}) for every format, in all_formats order.

@@ -14,10 +14,11 @@
 //      Ascend golden does the same), and the block decodes to all NaN whatever its codes.
 // Dequantize: V_i' = float(P_i) * X in fp32. That product is exact: element values are multiples
 // of their denorm_min (>= 2^-16), so P_i * X is a multiple of 2^-143, which fp32 represents; it
-// can only overflow, to +-Inf, when P_i * X >= 2^128. The floor rule never gets there from
-// finite fp32 input (P_i * X <= max_elem * 2^(e - emax) < 2^128), but rceil, ceil and even can:
-// an amax within half an element ulp of 2^128 (e.g. FLT_MAX) rounds to P * X = 2^128, which
-// decodes to Inf. (Flush-to-zero modes, e.g. -ffast-math, break the exact subnormal products.)
+// could only overflow, to +-Inf, when P_i * X >= 2^128. The floor rule never gets there from
+// finite fp32 input (P_i * X <= max_elem * 2^(e - emax) < 2^128); rceil, ceil and even would for
+// an amax within half an element ulp of 2^128 (e.g. FLT_MAX rounds to P * X = 2^128), so such a
+// block takes floor's scale (mx_scale.hpp, step 3): finite input never dequantizes to Inf.
+// (Flush-to-zero modes, e.g. -ffast-math, break the exact subnormal products.)
 //
 // Short blocks: quantize accepts 0..N values; the scale comes from those values only, and the
 // elements past the end are +0 codes. dequantize writes as many values as its output span holds.

@@ -50,39 +50,32 @@
 #include "basic_float.hpp"
 #include "e8m0.hpp"
 #include "float8.hpp"
+#include "format_list.hpp"
 #include "mx_elements.hpp"
+#include "scale_rule.hpp"
 
 namespace minifloat {
 
-/// How a block's amax becomes its shared E8M0 exponent (torchao ScaleCalculationMode).
-enum class mx_scale_rule : std::uint8_t {
-  floor,  ///< OCP MX v1.0 6.3, the default: 2^(floor(log2 amax) - emax). Can clip the amax.
-  rceil,  ///< 2^ceil(log2(amax / max_elem)) (cuBLAS/TE/DeepGEMM UE8M0): never clips.
-  ceil,   ///< 2^(ceil(log2 amax) - emax): small values may flush to 0.
-  even,   ///< round amax half-up to the element's mantissa width, then floor.
+/// The shape of the tile one E8M0 scale covers. 1-D blocks of 32 run along a row (the layout
+/// of a GEMM operand whose reduction axis is its last dim) or down a column; 2-D tiles of 32 x 32
+/// give a tensor and its transpose the same codes and scales (one quantization serves both
+/// orientations of a training GEMM; docs/formats/mx.md#2-d-mx-tiles-planned).
+enum class mx_tile : std::uint8_t {
+  row32,     ///< 1 x 32, "axis 1": blocks along a row
+  col32,     ///< 32 x 1, "axis 0": blocks down a column
+  square32,  ///< 32 x 32
 };
 
-constexpr std::string_view to_string(mx_scale_rule r) noexcept {
-  switch (r) {
-    case mx_scale_rule::floor: return "floor";
-    case mx_scale_rule::rceil: return "rceil";
-    case mx_scale_rule::ceil: return "ceil";
-    case mx_scale_rule::even: return "even";
-  }
-  return "?";
-}
+template <>
+struct enum_names<mx_tile> {
+  static constexpr std::array table{name_of(mx_tile::row32, "1x32"), name_of(mx_tile::col32, "32x1"),
+                                    name_of(mx_tile::square32, "32x32")};
+};
 
-constexpr std::optional<mx_scale_rule> parse_mx_scale_rule(std::string_view s) noexcept {
-  for (auto r : {mx_scale_rule::floor, mx_scale_rule::rceil, mx_scale_rule::ceil, mx_scale_rule::even})
-    if (to_string(r) == s) return r;
-  return std::nullopt;
-}
-
-/// The element formats of OCP MX v1.0 (MXINT8 is not provided).
-template <class T>
-concept mx_element = std::same_as<T, float8_e4m3fn> || std::same_as<T, float8_e5m2> ||
-                     std::same_as<T, float6_e3m2fn> || std::same_as<T, float6_e2m3fn> ||
-                     std::same_as<T, float4_e2m1fn>;
+[[nodiscard]] constexpr std::size_t mx_tile_rows(mx_tile t) noexcept { return t == mx_tile::row32 ? 1 : 32; }
+[[nodiscard]] constexpr std::size_t mx_tile_cols(mx_tile t) noexcept { return t == mx_tile::col32 ? 1 : 32; }
+/// The 1-D tile along `axis` (1: along rows, 0: down columns).
+[[nodiscard]] constexpr mx_tile mx_tile_for_axis(int axis) noexcept { return axis == 0 ? mx_tile::col32 : mx_tile::row32; }
 
 /// emax_elem of docs/formats/mx.md#emax_elem: the exponent of the element's largest finite value.
 template <mx_element Elem>
@@ -123,7 +116,7 @@ inline constexpr std::uint32_t fp32_inf_bits = 0x7F800000U;
 
 /// mx_scale_code from amax's |bits| (see the header comment for the rules).
 template <mx_element Elem>
-constexpr std::uint8_t mx_scale_code_from_abs_bits(std::uint32_t a, mx_scale_rule rule) noexcept {
+constexpr std::uint8_t mx_scale_code_from_abs_bits(std::uint32_t a, scale_rule rule) noexcept {
   if (a >= fp32_inf_bits) return mx_nan_scale_code;
   if (a == 0) return 0x00;
   // 1. amax = sig * 2^(e - 23), sig in [2^23, 2^24): normalise fp32 subnormals.
@@ -141,13 +134,19 @@ constexpr std::uint8_t mx_scale_code_from_abs_bits(std::uint32_t a, mx_scale_rul
   constexpr int mbits = Elem::spec::mantissa_bits;
   int k = e - mx_emax<Elem>;
   switch (rule) {
-    case mx_scale_rule::floor: break;
-    case mx_scale_rule::ceil: k += sig != 0x800000U ? 1 : 0; break;
+    case scale_rule::ceil: k += sig != 0x800000U ? 1 : 0; break;
     // sig + half an element ulp (bit 22 - M) carries out of 24 bits: torchao's EVEN.
-    case mx_scale_rule::even: k += sig + (1U << (22 - mbits)) >= 0x1000000U ? 1 : 0; break;
-    case mx_scale_rule::rceil: k += sig > mx_max_significand<Elem> ? 1 : 0; break;
+    case scale_rule::even: k += sig + (1U << (22 - mbits)) >= 0x1000000U ? 1 : 0; break;
+    case scale_rule::rceil: k += sig > mx_max_significand<Elem> ? 1 : 0; break;
+    default: break;  // floor (fp32 rules are not E8M0 rules; callers validate)
   }
-  // 3. Clamp to the E8M0 range and bias.
+  // 3. Finite stays finite: a rule that rounded the exponent up (rceil, ceil, even) at e = 127
+  //    gives X = 2^(128 - emax); amax / X = s * 2^(emax - 1) then rounds (RNE, M bits) up to
+  //    2^emax whenever s >= 2 - 2^-(M+1), and 2^emax * X = 2^128 is Inf in float32. Such a block
+  //    (amax within half an element ulp of 2^128) takes the floor rule's scale instead, whose
+  //    saturated max_elem * 2^(127 - emax) is finite. docs/formats/mx.md#scale-rules.
+  if (k == 128 - mx_emax<Elem> && sig + (1U << (22 - mbits)) >= 0x1000000U) k = e - mx_emax<Elem>;
+  // 4. Clamp to the E8M0 range and bias.
   k = k < -127 ? -127 : k > 127 ? 127 : k;
   return static_cast<std::uint8_t>(k + 127);
 }
@@ -157,7 +156,7 @@ constexpr std::uint8_t mx_scale_code_from_abs_bits(std::uint32_t a, mx_scale_rul
 /// The E8M0 scale code for a block whose largest magnitude is |amax| under `rule`:
 /// 0xFF for NaN/Inf, 0x00 for zero, else clamp(k, -127, 127) + 127 (header comment). Exact.
 template <mx_element Elem>
-[[nodiscard]] constexpr std::uint8_t mx_scale_code(float amax, mx_scale_rule rule = mx_scale_rule::floor) noexcept {
+[[nodiscard]] constexpr std::uint8_t mx_scale_code(float amax, scale_rule rule = scale_rule::floor) noexcept {
   return detail::mx_scale_code_from_abs_bits<Elem>(detail::abs_bits(amax), rule);
 }
 
@@ -165,7 +164,7 @@ template <mx_element Elem>
 /// An empty block has amax 0 (code 0x00).
 template <mx_element Elem>
 [[nodiscard]] constexpr std::uint8_t mx_block_scale_code(std::span<const float> block,
-                                                         mx_scale_rule rule = mx_scale_rule::floor) noexcept {
+                                                         scale_rule rule = scale_rule::floor) noexcept {
   std::uint32_t a = 0;
   for (const float v : block) a = a < detail::abs_bits(v) ? detail::abs_bits(v) : a;
   return detail::mx_scale_code_from_abs_bits<Elem>(a, rule);

@@ -47,6 +47,13 @@ inline void unpack_nibbles(std::span<const std::uint8_t> packed, std::span<std::
     codes[i] = static_cast<std::uint8_t>((unsigned{packed[i / 2]} >> (4 * (i & 1))) & 0xFU);
 }
 
+/// Sets element i of a nibble-packed buffer to the 4-bit `code`, keeping the other nibble.
+constexpr void set_nibble(std::span<std::uint8_t> packed, std::size_t i, unsigned code) noexcept {
+  std::uint8_t& b = packed[i / 2];
+  b = (i & 1U) != 0 ? static_cast<std::uint8_t>((b & 0x0FU) | ((code & 0x0FU) << 4))
+                    : static_cast<std::uint8_t>((b & 0xF0U) | (code & 0x0FU));
+}
+
 /// The code of element i in a nibble-packed buffer.
 constexpr std::uint8_t nibble_at(std::span<const std::uint8_t> packed, std::size_t i) noexcept {
   return static_cast<std::uint8_t>((unsigned{packed[i / 2]} >> (4 * (i & 1))) & 0xFU);

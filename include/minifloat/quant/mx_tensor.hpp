@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "../core/errors.hpp"
+#include "../simd/mx.hpp"
 #include "../formats/float16.hpp"
 #include "../formats/packed.hpp"
 #include "../formats/mx_block.hpp"
@@ -113,7 +114,7 @@ class basic_mx_tensor_view {
   constexpr basic_mx_tensor_view() noexcept = default;
 
   /// Checks the axis and that both spans have exactly the sizes the shape needs.
-  basic_mx_tensor_view(std::size_t rows, std::size_t cols, int axis, mx_scale_rule rule, std::span<Byte> codes,
+  basic_mx_tensor_view(std::size_t rows, std::size_t cols, int axis, scale_rule rule, std::span<Byte> codes,
                        std::span<Byte> scales)
       : rows_(rows), cols_(cols), axis_(axis), rule_(rule), codes_(codes), scales_(scales) {
     detail::mx_check_shape("mx_tensor_view", rows, cols, axis);
@@ -139,7 +140,7 @@ class basic_mx_tensor_view {
   [[nodiscard]] constexpr bool empty() const noexcept { return size() == 0; }
   [[nodiscard]] constexpr int axis() const noexcept { return axis_; }
   /// The rule the scales were made with (provenance; dequantization does not depend on it).
-  [[nodiscard]] constexpr mx_scale_rule rule() const noexcept { return rule_; }
+  [[nodiscard]] constexpr scale_rule rule() const noexcept { return rule_; }
   [[nodiscard]] constexpr std::span<Byte> codes() const noexcept { return codes_; }
   [[nodiscard]] constexpr std::span<Byte> scales() const noexcept { return scales_; }
   /// Bytes per row of codes.
@@ -168,7 +169,7 @@ class basic_mx_tensor_view {
   std::size_t rows_ = 0;
   std::size_t cols_ = 0;
   int axis_ = 1;
-  mx_scale_rule rule_ = mx_scale_rule::floor;
+  scale_rule rule_ = scale_rule::floor;
   std::span<Byte> codes_;
   std::span<Byte> scales_;
 };
@@ -179,127 +180,40 @@ template <mx_element Elem>
 using mx_tensor_mutable_view = basic_mx_tensor_view<Elem, std::uint8_t>;
 
 namespace detail {
-
-/// Stores the codes of n consecutive elements of one row, starting at column c0 (even when
-/// Elem is FP4; only the row's last pair may be incomplete), code(i) giving element c0 + i.
-template <mx_element Elem, class CodeOf>
-void mx_store_codes(std::uint8_t* row, std::size_t c0, std::size_t n, CodeOf&& code) {
-  if constexpr (sizeof_bits<Elem> == 4) {
-    for (std::size_t i = 0; i < n; i += 2) {
-      const unsigned lo = code(i);
-      const unsigned hi = i + 1 < n ? code(i + 1) : 0U;
-      row[(c0 + i) / 2] = static_cast<std::uint8_t>(lo | (hi << 4));
-    }
-  } else {
-    for (std::size_t i = 0; i < n; ++i) row[c0 + i] = code(i);
-  }
-}
-
 template <mx_element Elem, class In>
-void mx_quantize_impl(std::span<const In> x, mx_tensor_mutable_view<Elem> out) {
-  const std::size_t rows = out.rows(), cols = out.cols();
-  mx_check_values("mx_quantize", "x", x.size(), rows, cols);
-  if (out.empty()) return;
-  std::uint8_t* const codes = out.codes().data();
-  std::uint8_t* const scales = out.scales().data();
-  const std::size_t row_bytes = out.row_bytes();
-  const mx_scale_rule rule = out.rule();
-
-  if (out.axis() == 1) {
-    const std::size_t blocks = ceil_div(cols, mx_block_size);
-    for (std::size_t r = 0; r < rows; ++r) {
-      const In* xr = x.data() + r * cols;
-      std::uint8_t* const cr = codes + r * row_bytes;
-      for (std::size_t b = 0; b < blocks; ++b) {
-        const std::size_t c0 = b * mx_block_size;
-        const std::size_t n = cols - c0 < mx_block_size ? cols - c0 : mx_block_size;  // short last block
-        const std::uint8_t code = mx_run_scale_code<Elem>(xr + c0, n, rule);
-        scales[r * blocks + b] = code;
-        if (code == mx_nan_scale_code) {
-          mx_store_codes<Elem>(cr, c0, n, [](std::size_t) -> std::uint8_t { return 0; });
-        } else {
-          const double inv = mx_inverse_scale(code);
-          mx_store_codes<Elem>(cr, c0, n, [&](std::size_t i) { return mx_encode_scaled<Elem>(static_cast<float>(xr[c0 + i]), inv); });
-        }
-      }
-    }
-    return;
-  }
-
-  // axis 0: per band of up to 32 rows, a running max of |bits| per column, then the codes row by row.
-  std::vector<std::uint32_t> amax(cols);
-  std::vector<double> inv(cols);  // 1 / X per column; 0 marks a NaN scale (a real 1 / X is never 0)
-  for (std::size_t r0 = 0; r0 < rows; r0 += mx_block_size) {
-    const std::size_t band = rows - r0 < mx_block_size ? rows - r0 : mx_block_size;  // short last block
-    std::fill(amax.begin(), amax.end(), 0U);
-    for (std::size_t r = r0; r < r0 + band; ++r) {
-      const In* xr = x.data() + r * cols;
-      for (std::size_t c = 0; c < cols; ++c) {
-        const std::uint32_t a = abs_bits(static_cast<float>(xr[c]));
-        amax[c] = amax[c] < a ? a : amax[c];
-      }
-    }
-    std::uint8_t* const sr = scales + (r0 / mx_block_size) * cols;
-    for (std::size_t c = 0; c < cols; ++c) {
-      sr[c] = mx_scale_code_from_abs_bits<Elem>(amax[c], rule);
-      inv[c] = sr[c] == mx_nan_scale_code ? 0.0 : mx_inverse_scale(sr[c]);
-    }
-    for (std::size_t r = r0; r < r0 + band; ++r) {
-      const In* xr = x.data() + r * cols;
-      mx_store_codes<Elem>(codes + r * row_bytes, 0, cols, [&](std::size_t c) -> std::uint8_t {
-        return inv[c] == 0.0 ? std::uint8_t{0} : mx_encode_scaled<Elem>(static_cast<float>(xr[c]), inv[c]);
-      });
-    }
-  }
+void mx_quantize_view(std::span<const In> x, mx_tensor_mutable_view<Elem> out, const simd::bulk_options& o) {
+  mx_check_values("mx_quantize", "x", x.size(), out.rows(), out.cols());
+  simd::check(simd::mx_quantize<Elem>(x, out.rows(), out.cols(), mx_tile_for_axis(out.axis()), out.rule(), out.codes(),
+                                      out.scales(), o),
+              "mx_quantize");
 }
-
 }  // namespace detail
 
 /// Quantizes x (row-major, out.rows() x out.cols()) into out's codes and scales, blocked along
-/// out.axis() with out.rule(). Writes every byte of both buffers. Throws shape_error if
-/// x.size() != rows * cols.
+/// out.axis() with out.rule(), on the SIMD kernels (simd/mx.hpp: the bytes of the scalar
+/// reference on every path; options.path picks one). Writes every byte of both buffers. Throws
+/// shape_error if x.size() != rows * cols.
 template <mx_element Elem>
-void mx_quantize_into(std::span<const float> x, mx_tensor_mutable_view<Elem> out) {
-  detail::mx_quantize_impl<Elem>(x, out);
+void mx_quantize_into(std::span<const float> x, mx_tensor_mutable_view<Elem> out, const simd::bulk_options& o = {}) {
+  detail::mx_quantize_view(x, out, o);
 }
 template <mx_element Elem>
-void mx_quantize_into(std::span<const bfloat16> x, mx_tensor_mutable_view<Elem> out) {
-  detail::mx_quantize_impl<Elem>(x, out);
+void mx_quantize_into(std::span<const bfloat16> x, mx_tensor_mutable_view<Elem> out, const simd::bulk_options& o = {}) {
+  detail::mx_quantize_view(x, out, o);
 }
 template <mx_element Elem>
-void mx_quantize_into(std::span<const float16> x, mx_tensor_mutable_view<Elem> out) {
-  detail::mx_quantize_impl<Elem>(x, out);
+void mx_quantize_into(std::span<const float16> x, mx_tensor_mutable_view<Elem> out, const simd::bulk_options& o = {}) {
+  detail::mx_quantize_view(x, out, o);
 }
 
-/// Dequantizes every element into out (row-major, rows x cols): float(P) * X, exact (+-Inf only
-/// past FLT_MAX, see mx_block.hpp); NaN for elements of NaN-scale blocks. Throws shape_error if
-/// out.size() != rows * cols.
+/// Dequantizes every element into out (row-major, rows x cols): float(P) * X, exact; NaN for
+/// elements of NaN-scale blocks. Throws shape_error if out.size() != rows * cols.
 template <mx_element Elem, class Byte>
-void mx_dequantize(basic_mx_tensor_view<Elem, Byte> q, std::span<float> out) {
-  const std::size_t rows = q.rows(), cols = q.cols();
-  detail::mx_check_values("mx_dequantize", "out", out.size(), rows, cols);
-  const std::size_t row_bytes = q.row_bytes(), scale_cols = q.scale_cols();
-  const std::span<const std::uint8_t> codes = q.codes(), scales = q.scales();
-  const auto code_at = [](const std::uint8_t* row, std::size_t c) -> std::uint8_t {
-    if constexpr (sizeof_bits<Elem> == 4) return static_cast<std::uint8_t>((unsigned{row[c / 2]} >> (4 * (c & 1))) & 0xFU);
-    else return row[c];
-  };
-  for (std::size_t r = 0; r < rows; ++r) {
-    const std::uint8_t* const cr = codes.data() + r * row_bytes;
-    float* const o = out.data() + r * cols;
-    if (q.axis() == 1) {
-      const std::uint8_t* const sr = scales.data() + r * scale_cols;
-      for (std::size_t c0 = 0; c0 < cols; c0 += mx_block_size) {
-        const float x = mx_scale_value(sr[c0 / mx_block_size]);
-        const std::size_t c1 = cols - c0 < mx_block_size ? cols : c0 + mx_block_size;
-        for (std::size_t c = c0; c < c1; ++c) o[c] = static_cast<float>(Elem::from_bits(code_at(cr, c))) * x;
-      }
-    } else {
-      const std::uint8_t* const sr = scales.data() + (r / mx_block_size) * scale_cols;
-      for (std::size_t c = 0; c < cols; ++c)
-        o[c] = static_cast<float>(Elem::from_bits(code_at(cr, c))) * mx_scale_value(sr[c]);
-    }
-  }
+void mx_dequantize(basic_mx_tensor_view<Elem, Byte> q, std::span<float> out, const simd::bulk_options& o = {}) {
+  detail::mx_check_values("mx_dequantize", "out", out.size(), q.rows(), q.cols());
+  simd::check(simd::mx_dequantize<Elem>(std::span<const std::uint8_t>(q.codes()), std::span<const std::uint8_t>(q.scales()),
+                                        q.rows(), q.cols(), mx_tile_for_axis(q.axis()), out, o),
+              "mx_dequantize");
 }
 
 /// Plain scales -> CANN paired layout (header comment), padding with `pad` (0 as the CANN
@@ -374,7 +288,7 @@ class mx_tensor {
   mx_tensor() = default;
 
   /// A rows x cols tensor with every code and scale byte 0: a valid quantization of zeros.
-  mx_tensor(std::size_t rows, std::size_t cols, int axis = 1, mx_scale_rule rule = mx_scale_rule::floor)
+  mx_tensor(std::size_t rows, std::size_t cols, int axis = 1, scale_rule rule = scale_rule::floor)
       : rows_(rows), cols_(cols), axis_(axis), rule_(rule) {
     detail::mx_check_shape("mx_tensor", rows, cols, axis);
     const auto grid = mx_scale_shape(rows, cols, axis);
@@ -384,7 +298,7 @@ class mx_tensor {
 
   /// Copies existing codes and plain scales, after the same checks as mx_tensor_view (sizes,
   /// axis). Bytes are kept as given (bits above the element width are ignored when decoding).
-  [[nodiscard]] static mx_tensor from_buffers(std::size_t rows, std::size_t cols, int axis, mx_scale_rule rule,
+  [[nodiscard]] static mx_tensor from_buffers(std::size_t rows, std::size_t cols, int axis, scale_rule rule,
                                               std::span<const std::uint8_t> codes,
                                               std::span<const std::uint8_t> scales) {
     const mx_tensor_view<Elem> v(rows, cols, axis, rule, codes, scales);  // validates
@@ -400,7 +314,7 @@ class mx_tensor {
   [[nodiscard]] std::size_t size() const noexcept { return rows_ * cols_; }
   [[nodiscard]] bool empty() const noexcept { return size() == 0; }
   [[nodiscard]] int axis() const noexcept { return axis_; }
-  [[nodiscard]] mx_scale_rule rule() const noexcept { return rule_; }
+  [[nodiscard]] scale_rule rule() const noexcept { return rule_; }
   [[nodiscard]] std::span<const std::uint8_t> codes() const noexcept { return codes_; }
   [[nodiscard]] std::span<const std::uint8_t> scales() const noexcept { return scales_; }
 
@@ -434,7 +348,7 @@ class mx_tensor {
   std::size_t rows_ = 0;
   std::size_t cols_ = 0;
   int axis_ = 1;
-  mx_scale_rule rule_ = mx_scale_rule::floor;
+  scale_rule rule_ = scale_rule::floor;
   std::vector<std::uint8_t> codes_;
   std::vector<std::uint8_t> scales_;
 };
@@ -443,21 +357,21 @@ class mx_tensor {
 /// Throws shape_error if x.size() != rows * cols or axis is not 0 or 1.
 template <mx_element Elem>
 [[nodiscard]] mx_tensor<Elem> mx_quantize(std::span<const float> x, std::size_t rows, std::size_t cols, int axis = 1,
-                                          mx_scale_rule rule = mx_scale_rule::floor) {
+                                          scale_rule rule = scale_rule::floor) {
   mx_tensor<Elem> t(rows, cols, axis, rule);
   mx_quantize_into(x, t.mutable_view());
   return t;
 }
 template <mx_element Elem>
 [[nodiscard]] mx_tensor<Elem> mx_quantize(std::span<const bfloat16> x, std::size_t rows, std::size_t cols, int axis = 1,
-                                          mx_scale_rule rule = mx_scale_rule::floor) {
+                                          scale_rule rule = scale_rule::floor) {
   mx_tensor<Elem> t(rows, cols, axis, rule);
   mx_quantize_into(x, t.mutable_view());
   return t;
 }
 template <mx_element Elem>
 [[nodiscard]] mx_tensor<Elem> mx_quantize(std::span<const float16> x, std::size_t rows, std::size_t cols, int axis = 1,
-                                          mx_scale_rule rule = mx_scale_rule::floor) {
+                                          scale_rule rule = scale_rule::floor) {
   mx_tensor<Elem> t(rows, cols, axis, rule);
   mx_quantize_into(x, t.mutable_view());
   return t;

@@ -1,6 +1,7 @@
 #pragma once
-// The quantized tensor: codes + scales + shape + the scheme that made them, owning
-// (quantized_tensor) or not (quantized_tensor_view); quantize(), dequantize(), fake_quantize().
+// The quantized tensor and THE quantize engine: codes + scales + shape + the scheme that made
+// them, owning (quantized_tensor) or not (quantized_tensor_view); quantize(),
+// quantize_with_scales(), dequantize(), fake_quantize().
 //
 // Storage (row-major over the 2-D shape rows x cols):
 //   codes   one byte per element for 6- and 8-bit formats; FP4 two per byte within each row
@@ -8,60 +9,75 @@
 //           a code, little-endian.
 //   scales  fp32, row-major over the scale grid: tensor 1x1; channel/token rows x 1;
 //           block ceil(rows/R) x ceil(cols/C); empty for mx.
-//   mx_scales  E8M0 codes in the plain layout: axis 1 -> rows x ceil(cols/32); axis 0 ->
-//           ceil(rows/32) x cols (block/mx_tensor.hpp converts to the CANN paired layout).
-#include <cstddef>
+//   mx_scales  E8M0 codes, row-major over the tile grid: 1x32 (axis 1) rows x ceil(cols/32);
+//           32x1 (axis 0) ceil(rows/32) x cols; 32x32 ceil(rows/32) x ceil(cols/32)
+//           (quant/mx_tensor.hpp converts the 1-D layouts to the CANN paired layout).
+//
+// The engine. Every call runs on the bulk kernels of simd/ (finite_amax, quantize_scaled,
+// dequantize_scaled, mx_quantize, mx_dequantize) over row segments of one scale group each, so
+// every caller gets the SIMD paths; quantize_options::path = simd::isa::scalar runs the same
+// calls on the scalar twins (simd/scalar/), which ARE the reference: element by element
+// narrow<Elem>(x / s, {round, saturate}, random_bits(seed, r * cols + c)) (formats/convert.hpp),
+// the division in float32, s from quant/scales.hpp. The paths give the same codes, scales and
+// values bit for bit (tests/simd_equivalence/test_quantize_paths.cpp), for every thread count:
+// a group's amax is a max (order-free), each element is rounded once from its own inputs, and
+// stochastic rounding draws the bits of its (seed, index). Empty tensors return at once.
+#include <algorithm>
+#include <atomic>
+#include <bit>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
-#include "mx_tensor.hpp"
-#include "../formats/convert.hpp"
+#include "../core/checked.hpp"
 #include "../core/errors.hpp"
+#include "../core/random.hpp"
+#include "../formats/convert.hpp"
 #include "../formats/format_list.hpp"
 #include "../formats/packed.hpp"
-#include "../core/random.hpp"
+#include "../simd/bulk.hpp"
+#include "../simd/mx.hpp"
+#include "../simd/threads.hpp"
 #include "matrix_view.hpp"
+#include "mx_tensor.hpp"
 #include "scales.hpp"
 #include "scheme.hpp"
 
 namespace minifloat {
 
+/// How a quantize / dequantize call runs (never what it computes: every choice gives the same
+/// bits).
+struct quantize_options {
+  /// The ISA level (simd/isa.hpp); simd::isa::scalar is the reference path.
+  simd::isa path = simd::isa::automatic;
+  /// Threads to split the rows over (0: all hardware threads).
+  unsigned threads = 1;
+};
+
 namespace detail {
 
-inline int format_bits(format_id f) {
-  return visit_format(f, [](auto t) { return sizeof_bits<typename decltype(t)::type>; });
-}
+using minifloat::format_bits;
 
 /// Bytes of one row of codes.
 inline std::size_t code_row_bytes(format_id f, std::size_t cols) { return packed_bytes(cols, format_bits(f)); }
 
-/// The tile one fp32 scale covers, as (rows, cols) of elements.
+/// The tile one scale covers, as (rows, cols) of elements (mx: the E8M0 tile).
 inline std::pair<std::size_t, std::size_t> scale_tile(const quant_scheme& s, std::size_t rows, std::size_t cols) {
   switch (s.gran) {
     case granularity::tensor: return {std::max<std::size_t>(rows, 1), std::max<std::size_t>(cols, 1)};
     case granularity::channel:
     case granularity::token: return {1, std::max<std::size_t>(cols, 1)};
     case granularity::block: return {s.block_rows, s.block_cols};
-    case granularity::mx: return s.axis == 1 ? std::pair<std::size_t, std::size_t>{1, 32} : std::pair<std::size_t, std::size_t>{32, 1};
+    case granularity::mx: return {mx_tile_rows(s.tile()), mx_tile_cols(s.tile())};
   }
   return {1, 1};
 }
 
-inline void put_code(std::span<std::uint8_t> row, int bits, std::size_t c, unsigned code) {
-  if (bits == 4) {
-    auto& b = row[c / 2];
-    b = static_cast<std::uint8_t>((c & 1) ? ((b & 0x0FU) | (code << 4)) : ((b & 0xF0U) | (code & 0xFU)));
-  } else if (bits > 8) {
-    row[2 * c] = static_cast<std::uint8_t>(code & 0xFFU);
-    row[2 * c + 1] = static_cast<std::uint8_t>(code >> 8);
-  } else {
-    row[c] = static_cast<std::uint8_t>(code);
-  }
-}
 inline unsigned get_code(std::span<const std::uint8_t> row, int bits, std::size_t c) {
   if (bits == 4) return nibble_at(row, c);
   if (bits > 8) return row[2 * c] | (static_cast<unsigned>(row[2 * c + 1]) << 8);
@@ -79,20 +95,29 @@ struct quantized_tensor_view {
   std::span<const std::uint8_t> mx_scales;
 
   [[nodiscard]] std::size_t scale_grid_rows() const {
-    return rows == 0 ? 0 : detail::ceil_div(rows, detail::scale_tile(scheme, rows, cols).first);
+    return rows == 0 || cols == 0 ? 0 : detail::ceil_div(rows, detail::scale_tile(scheme, rows, cols).first);
   }
   [[nodiscard]] std::size_t scale_grid_cols() const {
-    return cols == 0 ? 0 : detail::ceil_div(cols, detail::scale_tile(scheme, rows, cols).second);
+    return rows == 0 || cols == 0 ? 0 : detail::ceil_div(cols, detail::scale_tile(scheme, rows, cols).second);
+  }
+  /// Code bytes the shape needs (shape_error if that does not fit in size_t).
+  [[nodiscard]] std::size_t code_bytes() const {
+    return checked_mul(rows, detail::code_row_bytes(scheme.format, cols), "quantized tensor: rows x row bytes");
+  }
+  /// Scales the shape needs.
+  [[nodiscard]] std::size_t scale_count() const {
+    return checked_mul(scale_grid_rows(), scale_grid_cols(), "quantized tensor: scale grid");
   }
 
   void validate() const {
     scheme.validate();
-    const std::size_t want_codes = rows * detail::code_row_bytes(scheme.format, cols);
+    (void)checked_mul(rows, cols, "quantized tensor: rows x cols");
+    const std::size_t want_codes = code_bytes();
     if (codes.size() != want_codes)
       throw shape_error("quantized tensor " + std::to_string(rows) + "x" + std::to_string(cols) + " of " +
                         std::string(to_string(scheme.format)) + " needs " + std::to_string(want_codes) +
                         " code bytes, got " + std::to_string(codes.size()));
-    const std::size_t grid = scale_grid_rows() * scale_grid_cols();
+    const std::size_t grid = scale_count();
     const bool mx = scheme.gran == granularity::mx;
     if ((mx ? mx_scales.size() : scales.size()) != grid)
       throw shape_error("quantized tensor " + std::to_string(rows) + "x" + std::to_string(cols) + " with " +
@@ -132,12 +157,10 @@ class quantized_tensor {
   /// Element (r, c)'s code, unpacked.
   [[nodiscard]] unsigned code(std::size_t r, std::size_t c) const {
     const auto rb = detail::code_row_bytes(scheme_.format, cols_);
-    return detail::get_code(std::span(codes_).subspan(r * rb, rb), detail::format_bits(scheme_.format), c);
+    return detail::get_code(std::span(codes_).subspan(r * rb, rb), format_bits(scheme_.format), c);
   }
 
  private:
-  friend quantized_tensor quantize(matrix_view<const float>, const quant_scheme&);
-  friend quantized_tensor quantize_with_scales(matrix_view<const float>, const quant_scheme&, std::span<const float>);
   quant_scheme scheme_;
   std::size_t rows_ = 0, cols_ = 0;
   std::vector<std::uint8_t> codes_;
@@ -147,50 +170,166 @@ class quantized_tensor {
 
 namespace detail {
 
-/// With `given_scales` empty the scales are computed from each group's amax; otherwise they are
-/// used as they are (static scaling).
+inline simd::bulk_options bulk(const quantize_options& o, const quant_scheme& s, std::size_t first_index) noexcept {
+  return {.path = o.path, .seed = s.seed, .first_index = first_index};
+}
+
+/// The scales of a band of groups [bi] (one per group column), from each group's finite amax.
 template <class Elem>
-void quantize_scaled(matrix_view<const float> x, const quant_scheme& s, std::span<std::uint8_t> codes,
-                     std::span<float> scales, std::span<const float> given_scales = {}) {
-  const auto [tr, tc] = scale_tile(s, x.rows, x.cols);
-  const std::size_t gr = x.rows == 0 ? 0 : ceil_div(x.rows, tr), gc = x.cols == 0 ? 0 : ceil_div(x.cols, tc);
-  const std::size_t rb = code_row_bytes(s.format, x.cols);
-  const conversion conv{s.round, overflow::saturate};
-  constexpr int bits = sizeof_bits<Elem>;
-  for (std::size_t bi = 0; bi < gr; ++bi)
-    for (std::size_t bj = 0; bj < gc; ++bj) {
-      const std::size_t r0 = bi * tr, r1 = std::min(x.rows, r0 + tr), c0 = bj * tc, c1 = std::min(x.cols, c0 + tc);
-      float scale;
-      if (given_scales.empty()) {
-        float amax = 0.0f;
-        for (std::size_t r = r0; r < r1; ++r) amax = std::max(amax, finite_amax(std::span(x.row(r) + c0, c1 - c0)));
-        scale = group_scale<Elem>(amax, s.rule, s.target);
-      } else {
-        scale = given_scales[bi * gc + bj];
-      }
-      scales[bi * gc + bj] = scale;
-      for (std::size_t r = r0; r < r1; ++r) {
-        auto row = codes.subspan(r * rb, rb);
-        for (std::size_t c = c0; c < c1; ++c) {
-          const std::uint32_t rnd = s.round == rounding::stochastic ? random_bits(s.seed, r * x.cols + c) : 0U;
-          put_code(row, bits, c, narrow<Elem>(x(r, c) / scale, conv, rnd).bits());
-        }
+void band_scales(matrix_view<const float> x, const quant_scheme& s, std::size_t bi, std::size_t tr, std::size_t tc,
+                 std::span<float> scales, const quantize_options& o) {
+  const std::size_t gc = ceil_div(x.cols, tc), r0 = bi * tr, r1 = std::min(x.rows, r0 + tr);
+  for (std::size_t bj = 0; bj < gc; ++bj) {
+    const std::size_t c0 = bj * tc, c1 = std::min(x.cols, c0 + tc);
+    float amax = 0.0f;
+    for (std::size_t r = r0; r < r1; ++r) {
+      float a = 0.0f;
+      simd::check(simd::finite_amax(std::span<const float>(x.row(r) + c0, c1 - c0), a, bulk(o, s, 0)), "quantize");
+      amax = std::max(amax, a);
+    }
+    scales[bi * gc + bj] = group_scale<Elem>(amax, s.rule, s.target);
+  }
+}
+
+/// Per-tensor scaling of a dense matrix runs as one flat span: the same elements, indices and
+/// code bytes as row by row (FP4 only when rows end on a byte), in chunks of 64 elements.
+template <class Elem>
+bool runs_flat(const quant_scheme& s, std::size_t rows, std::size_t cols, bool contiguous) noexcept {
+  return s.gran == granularity::tensor && contiguous && rows > 1 && (sizeof_bits<Elem> != 4 || cols % 2 == 0);
+}
+inline constexpr std::size_t flat_grain = 64;
+
+/// The finite amax of the whole matrix, split over the threads.
+inline float matrix_amax(matrix_view<const float> x, const quantize_options& o) {
+  std::atomic<std::uint32_t> m{0};
+  const bool flat = x.contiguous();
+  const std::size_t n = flat ? x.size() : x.rows;
+  simd::parallel_for(n, o.threads, flat ? flat_grain : 1, [&](std::size_t b, std::size_t e) {
+    float a = 0.0f;
+    if (flat) {
+      simd::check(simd::finite_amax(std::span<const float>(x.data + b, e - b), a, {.path = o.path}), "quantize");
+    } else {
+      for (std::size_t r = b; r < e; ++r) {
+        float ar = 0.0f;
+        simd::check(simd::finite_amax(std::span<const float>(x.row(r), x.cols), ar, {.path = o.path}), "quantize");
+        a = std::max(a, ar);
       }
     }
+    // non-negative finite floats order like their bit patterns
+    std::uint32_t cur = m.load();
+    const std::uint32_t mine = std::bit_cast<std::uint32_t>(a);
+    while (cur < mine && !m.compare_exchange_weak(cur, mine)) {
+    }
+  });
+  return std::bit_cast<float>(m.load());
+}
+
+/// Codes of row r's elements [c0, c1) at scale `scale`, written into the row's code bytes.
+template <class Elem>
+void encode_segment(const float* x, std::size_t c0, std::size_t c1, std::span<std::uint8_t> row_codes, float scale,
+                    conversion conv, const simd::bulk_options& bo) {
+  const std::size_t n = c1 - c0;
+  float unused = 0.0f;
+  const std::span<const float> in(x + c0, n);
+  if constexpr (sizeof_bits<Elem> == 4) {
+    if (c0 % 2 == 0) {  // the segment starts on a byte: straight into the packed row
+      simd::check(simd::quantize_scaled_fp4_packed(in, row_codes.subspan(c0 / 2, (n + 1) / 2), scale, unused, conv, bo),
+                  "quantize");
+      return;
+    }
+    std::vector<std::uint8_t> tmp(n);
+    simd::check(simd::quantize_scaled<Elem>(in, std::span<std::uint8_t>(tmp), scale, unused, conv, bo), "quantize");
+    for (std::size_t i = 0; i < n; ++i) set_nibble(row_codes, c0 + i, tmp[i]);
+  } else if constexpr (sizeof(typename Elem::storage_type) == 2) {
+    // 16-bit codes: little-endian bytes in the byte buffer (no uint16_t access to it)
+    static_assert(std::endian::native == std::endian::little, "16-bit codes are stored little-endian");
+    std::vector<std::uint16_t> tmp(n);
+    simd::check(simd::quantize_scaled<Elem>(in, std::span<std::uint16_t>(tmp), scale, unused, conv, bo), "quantize");
+    std::memcpy(row_codes.data() + 2 * c0, tmp.data(), 2 * n);
+  } else {
+    simd::check(simd::quantize_scaled<Elem>(in, row_codes.subspan(c0, n), scale, unused, conv, bo), "quantize");
+  }
+}
+
+/// Values of row r's elements [c0, c1) from its code bytes.
+template <class Elem>
+void decode_segment(std::span<const std::uint8_t> row_codes, std::size_t c0, std::size_t c1, float* out, float scale,
+                    const simd::bulk_options& bo) {
+  const std::size_t n = c1 - c0;
+  const std::span<float> dst(out + c0, n);
+  if constexpr (sizeof_bits<Elem> == 4) {
+    if (c0 % 2 == 0) {
+      simd::check(simd::dequantize_scaled_fp4_packed(row_codes.subspan(c0 / 2, (n + 1) / 2), dst, scale, bo), "dequantize");
+      return;
+    }
+    std::vector<std::uint8_t> tmp(n);
+    for (std::size_t i = 0; i < n; ++i) tmp[i] = nibble_at(row_codes, c0 + i);
+    simd::check(simd::dequantize_scaled<Elem>(std::span<const std::uint8_t>(tmp), dst, scale, bo), "dequantize");
+  } else if constexpr (sizeof(typename Elem::storage_type) == 2) {
+    std::vector<std::uint16_t> tmp(n);
+    std::memcpy(tmp.data(), row_codes.data() + 2 * c0, 2 * n);
+    simd::check(simd::dequantize_scaled<Elem>(std::span<const std::uint16_t>(tmp), dst, scale, bo), "dequantize");
+  } else {
+    simd::check(simd::dequantize_scaled<Elem>(row_codes.subspan(c0, n), dst, scale, bo), "dequantize");
+  }
+}
+
+/// fp32-scaled granularities. `given` empty: scales from each group's amax; else static scales.
+template <class Elem>
+void quantize_scaled_groups(matrix_view<const float> x, const quant_scheme& s, std::span<std::uint8_t> codes,
+                            std::span<float> scales, std::span<const float> given, const quantize_options& o) {
+  const auto [tr, tc] = scale_tile(s, x.rows, x.cols);
+  const std::size_t gr = ceil_div(x.rows, tr), gc = ceil_div(x.cols, tc);
+  const std::size_t rb = code_row_bytes(s.format, x.cols);
+  const conversion conv{s.round, overflow::saturate};
+  // 1. scales
+  if (!given.empty()) {
+    std::copy(given.begin(), given.end(), scales.begin());
+  } else if (s.gran == granularity::tensor) {
+    scales[0] = group_scale<Elem>(matrix_amax(x, o), s.rule, s.target);
+  } else {
+    simd::parallel_for(gr, o.threads, 1, [&](std::size_t b0, std::size_t b1) {
+      for (std::size_t bi = b0; bi < b1; ++bi) band_scales<Elem>(x, s, bi, tr, tc, scales, o);
+    });
+  }
+  // 2. codes, rows (or flat chunks) split over the threads
+  if (runs_flat<Elem>(s, x.rows, x.cols, x.contiguous())) {
+    const std::size_t n = x.size();
+    simd::parallel_for(n, o.threads, flat_grain, [&](std::size_t b, std::size_t e) {
+      encode_segment<Elem>(x.data, b, e, codes, scales[0], conv, bulk(o, s, b));
+    });
+    return;
+  }
+  simd::parallel_for(x.rows, o.threads, 1, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      const std::span<std::uint8_t> row = codes.subspan(r * rb, rb);
+      for (std::size_t bj = 0; bj < gc; ++bj) {
+        const std::size_t c0 = bj * tc, c1 = std::min(x.cols, c0 + tc);
+        encode_segment<Elem>(x.row(r), c0, c1, row, scales[(r / tr) * gc + bj], conv, bulk(o, s, r * x.cols + c0));
+      }
+    }
+  });
 }
 
 template <class Elem>
-void dequantize_scaled(const quantized_tensor_view& q, std::span<float> out) {
+void dequantize_scaled_groups(const quantized_tensor_view& q, std::span<float> out, const quantize_options& o) {
   const auto [tr, tc] = scale_tile(q.scheme, q.rows, q.cols);
   const std::size_t gc = q.scale_grid_cols(), rb = code_row_bytes(q.scheme.format, q.cols);
-  constexpr int bits = sizeof_bits<Elem>;
-  for (std::size_t r = 0; r < q.rows; ++r) {
-    const auto row = q.codes.subspan(r * rb, rb);
-    for (std::size_t c = 0; c < q.cols; ++c) {
-      const float v = static_cast<float>(Elem::from_bits(static_cast<typename Elem::storage_type>(get_code(row, bits, c))));
-      out[r * q.cols + c] = v * q.scales[(r / tr) * gc + c / tc];
-    }
+  if (runs_flat<Elem>(q.scheme, q.rows, q.cols, true)) {
+    simd::parallel_for(q.rows * q.cols, o.threads, flat_grain, [&](std::size_t b, std::size_t e) {
+      decode_segment<Elem>(q.codes, b, e, out.data(), q.scales[0], {.path = o.path});
+    });
+    return;
   }
+  simd::parallel_for(q.rows, o.threads, 1, [&](std::size_t r0, std::size_t r1) {
+    for (std::size_t r = r0; r < r1; ++r) {
+      const auto row = q.codes.subspan(r * rb, rb);
+      for (std::size_t bj = 0; bj < gc; ++bj) {
+        const std::size_t c0 = bj * tc, c1 = std::min(q.cols, c0 + tc);
+        decode_segment<Elem>(row, c0, c1, out.data() + r * q.cols, q.scales[(r / tr) * gc + bj], {.path = o.path});
+      }
+    }
+  });
 }
 
 /// x as one contiguous row-major span: x itself when it already is, else a copy made in `storage`
@@ -203,78 +342,64 @@ inline std::span<const float> contiguous_rows(matrix_view<const float> x, std::v
   return storage;
 }
 
-/// quantize()'s rule for MX elements (shared with simd::quantize): OCP MX 6.3 rounds them to
-/// nearest even, so any other rounding is refused rather than silently replaced.
-inline void check_mx_rounding(const quant_scheme& s) {
-  if (s.round != rounding::nearest && s.round != rounding::nearest_even)
-    throw unsupported_error("MX elements are rounded to nearest even (OCP MX 6.3); got rounding " +
-                            std::string(to_string(s.round)));
+template <mx_element Elem>
+void dequantize_mx(const quantized_tensor_view& q, std::span<float> out, const quantize_options& o) {
+  const mx_tile tile = q.scheme.tile();
+  const std::size_t tr = mx_tile_rows(tile), rb = code_row_bytes(q.scheme.format, q.cols), gc = q.scale_grid_cols();
+  simd::parallel_for(q.rows, o.threads, tr, [&](std::size_t r0, std::size_t r1) {
+    const std::size_t g0 = r0 / tr, g1 = ceil_div(r1, tr);
+    simd::check(simd::mx_dequantize<Elem>(q.codes.subspan(r0 * rb, (r1 - r0) * rb),
+                                          q.mx_scales.subspan(g0 * gc, (g1 - g0) * gc), r1 - r0, q.cols, tile,
+                                          out.subspan(r0 * q.cols, (r1 - r0) * q.cols), {.path = o.path}),
+                "dequantize");
+  });
 }
 
-/// quantize_with_scales' argument checks (shared with simd::quantize_with_scales): a valid
-/// fp32-scaled scheme and matrix, one finite positive scale per group of the scale grid.
-inline void check_static_scales(matrix_view<const float> x, const quant_scheme& s, std::span<const float> scales) {
-  s.validate();
-  x.validate();
-  if (s.gran == granularity::mx)
-    throw unsupported_error("quantize_with_scales takes fp32-scaled schemes; mx scales come from each block");
-  const quantized_tensor_view shape{s, x.rows, x.cols, {}, {}, {}};
-  const std::size_t grid = shape.scale_grid_rows() * shape.scale_grid_cols();
-  if (scales.size() != grid)
-    throw shape_error("quantize_with_scales: " + s.describe() + " on " + std::to_string(x.rows) + "x" +
-                      std::to_string(x.cols) + " needs " + std::to_string(grid) + " scales, got " +
-                      std::to_string(scales.size()));
-  for (const float sc : scales)
-    if (!(sc > 0.0f) || !std::isfinite(sc))
-      throw std::invalid_argument("quantize_with_scales: scales must be finite and positive, got " + std::to_string(sc));
-}
-
-/// dequantize()'s argument checks (shared with simd::dequantize): a valid tensor view and
-/// rows * cols output floats.
-inline void check_dequantize_output(const quantized_tensor_view& q, std::span<const float> out) {
-  q.validate();
-  if (out.size() != q.rows * q.cols)
-    throw shape_error("dequantize: output needs " + std::to_string(q.rows * q.cols) + " floats (" +
-                      std::to_string(q.rows) + "x" + std::to_string(q.cols) + "), got " + std::to_string(out.size()));
-}
-
-inline mx_scale_rule to_mx_rule(scale_rule r) {
-  switch (r) {
-    case scale_rule::rceil: return mx_scale_rule::rceil;
-    case scale_rule::ceil: return mx_scale_rule::ceil;
-    case scale_rule::even: return mx_scale_rule::even;
-    default: return mx_scale_rule::floor;
-  }
+/// The ISA level must be one this CPU has (the kernels would report it per call anyway; this
+/// says so before any work, with the list of what is available).
+inline void check_path(const quantize_options& o, const char* who) {
+  if (simd::detail::resolve(o.path) == simd::isa::automatic)
+    throw unsupported_error(std::string(who) + ": ISA level " + std::string(simd::to_string(o.path)) +
+                            " is not available on this CPU (available: " + std::string(simd::available_isas_string()) +
+                            ")");
 }
 
 }  // namespace detail
 
 /// Quantizes a rows x cols matrix under `s` (validated first). Rounding is s.round; the
-/// conversion always saturates.
-inline quantized_tensor quantize(matrix_view<const float> x, const quant_scheme& s) {
+/// conversion always saturates. `o` picks the path and thread count, never the result.
+inline quantized_tensor quantize(matrix_view<const float> x, const quant_scheme& s, const quantize_options& o = {}) {
   s.validate();
   x.validate();
-  quantized_tensor q;
-  q.scheme_ = s, q.rows_ = x.rows, q.cols_ = x.cols;
-  q.codes_.assign(x.rows * detail::code_row_bytes(s.format, x.cols), 0);
-  visit_format(s.format, [&](auto t) {
-    using Elem = typename decltype(t)::type;
-    if constexpr (mx_element<Elem>) {
-      if (s.gran == granularity::mx) {
-        detail::check_mx_rounding(s);
-        std::vector<float> dense;
-        const std::span<const float> src = detail::contiguous_rows(x, dense);
-        auto m = mx_quantize<Elem>(src, x.rows, x.cols, s.axis, detail::to_mx_rule(s.rule));
-        q.codes_.assign(m.codes().begin(), m.codes().end());
-        q.mx_scales_.assign(m.scales().begin(), m.scales().end());
-        return;
+  detail::check_path(o, "quantize");
+  const quantized_tensor_view shape{s, x.rows, x.cols, {}, {}, {}};
+  std::vector<std::uint8_t> codes(shape.code_bytes(), 0);
+  std::vector<float> scales;
+  std::vector<std::uint8_t> mx_scales;
+  const bool mx = s.gran == granularity::mx;
+  (mx ? mx_scales.resize(shape.scale_count()) : scales.resize(shape.scale_count()));
+  if (x.rows != 0 && x.cols != 0) {
+    visit_format(s.format, [&](auto t) {
+      using Elem = typename decltype(t)::type;
+      if constexpr (mx_element<Elem>) {
+        if (mx) {
+          std::vector<float> dense;
+          const std::span<const float> src = detail::contiguous_rows(x, dense);
+          simd::check(simd::mx_quantize_parallel<Elem>(src, x.rows, x.cols, s.tile(), s.rule, codes, mx_scales,
+                                                       o.threads, {.path = o.path}),
+                      "quantize");
+          return;
+        }
       }
-    }
-    const auto v = q.view();
-    q.scales_.assign(v.scale_grid_rows() * v.scale_grid_cols(), 1.0f);
-    detail::quantize_scaled<Elem>(x, s, q.codes_, q.scales_);
-  });
-  return q;
+      if constexpr (!std::is_same_v<Elem, float8_e8m0fnu>) detail::quantize_scaled_groups<Elem>(x, s, codes, scales, {}, o);
+    });
+  }
+  return quantized_tensor::from_parts(s, x.rows, x.cols, std::move(codes), std::move(scales), std::move(mx_scales));
+}
+
+inline quantized_tensor quantize(std::span<const float> x, std::size_t rows, std::size_t cols, const quant_scheme& s,
+                                 const quantize_options& o = {}) {
+  return quantize(matrix_view<const float>(x, rows, cols), s, o);
 }
 
 /// Static scaling: quantizes with the given fp32 scales (one per group, row-major over the scale
@@ -283,53 +408,74 @@ inline quantized_tensor quantize(matrix_view<const float> x, const quant_scheme&
 /// reproduces q's codes; recomputing scales need not, since rounding can move amax into the
 /// next binade). Not for mx, whose scales are always computed from the block.
 inline quantized_tensor quantize_with_scales(matrix_view<const float> x, const quant_scheme& s,
-                                             std::span<const float> scales) {
-  detail::check_static_scales(x, s, scales);
-  quantized_tensor q;
-  q.scheme_ = s, q.rows_ = x.rows, q.cols_ = x.cols;
-  q.codes_.assign(x.rows * detail::code_row_bytes(s.format, x.cols), 0);
-  q.scales_.assign(scales.begin(), scales.end());
-  visit_format(s.format, [&](auto t) {
-    detail::quantize_scaled<typename decltype(t)::type>(x, s, q.codes_, q.scales_, scales);
-  });
-  return q;
+                                             std::span<const float> scales, const quantize_options& o = {}) {
+  s.validate();
+  x.validate();
+  detail::check_path(o, "quantize_with_scales");
+  if (s.gran == granularity::mx)
+    throw unsupported_error("quantize_with_scales takes fp32-scaled schemes; mx scales come from each block");
+  const quantized_tensor_view shape{s, x.rows, x.cols, {}, {}, {}};
+  const std::size_t grid = shape.scale_count();
+  if (scales.size() != grid)
+    throw shape_error("quantize_with_scales: " + s.describe() + " on " + std::to_string(x.rows) + "x" +
+                      std::to_string(x.cols) + " needs " + std::to_string(grid) + " scales, got " +
+                      std::to_string(scales.size()));
+  for (const float sc : scales)
+    if (!(sc > 0.0f) || !std::isfinite(sc))
+      throw std::invalid_argument("quantize_with_scales: scales must be finite and positive, got " + std::to_string(sc));
+  std::vector<std::uint8_t> codes(shape.code_bytes(), 0);
+  std::vector<float> out_scales(scales.begin(), scales.end());
+  if (x.rows != 0 && x.cols != 0) {
+    visit_format(s.format, [&](auto t) {
+      using Elem = typename decltype(t)::type;
+      if constexpr (!std::is_same_v<Elem, float8_e8m0fnu>)
+        detail::quantize_scaled_groups<Elem>(x, s, codes, out_scales, scales, o);
+    });
+  }
+  return quantized_tensor::from_parts(s, x.rows, x.cols, std::move(codes), std::move(out_scales), {});
 }
 
-inline quantized_tensor quantize(std::span<const float> x, std::size_t rows, std::size_t cols, const quant_scheme& s) {
-  return quantize(matrix_view<const float>(x, rows, cols), s);
+inline quantized_tensor quantize_with_scales(std::span<const float> x, std::size_t rows, std::size_t cols,
+                                             const quant_scheme& s, std::span<const float> scales,
+                                             const quantize_options& o = {}) {
+  return quantize_with_scales(matrix_view<const float>(x, rows, cols), s, scales, o);
 }
 
-/// Writes rows * cols floats, row-major.
-inline void dequantize(const quantized_tensor_view& q, std::span<float> out) {
-  detail::check_dequantize_output(q, out);
+/// Writes rows * cols floats, row-major: code value times its scale, one float32 multiply.
+inline void dequantize(const quantized_tensor_view& q, std::span<float> out, const quantize_options& o = {}) {
+  q.validate();
+  detail::check_path(o, "dequantize");
+  if (out.size() != q.rows * q.cols)
+    throw shape_error("dequantize: output needs " + std::to_string(q.rows * q.cols) + " floats (" +
+                      std::to_string(q.rows) + "x" + std::to_string(q.cols) + "), got " + std::to_string(out.size()));
+  if (q.rows == 0 || q.cols == 0) return;
   visit_format(q.scheme.format, [&](auto t) {
     using Elem = typename decltype(t)::type;
     if constexpr (mx_element<Elem>) {
-      if (q.scheme.gran == granularity::mx) {
-        const auto m = mx_tensor_view<Elem>(q.rows, q.cols, q.scheme.axis, detail::to_mx_rule(q.scheme.rule), q.codes,
-                                            q.mx_scales);
-        mx_dequantize(m, out);
-        return;
-      }
+      if (q.scheme.gran == granularity::mx) return detail::dequantize_mx<Elem>(q, out, o);
     }
-    detail::dequantize_scaled<Elem>(q, out);
+    if constexpr (!std::is_same_v<Elem, float8_e8m0fnu>) detail::dequantize_scaled_groups<Elem>(q, out, o);
   });
 }
 
-[[nodiscard]] inline std::vector<float> dequantize(const quantized_tensor_view& q) {
+[[nodiscard]] inline std::vector<float> dequantize(const quantized_tensor_view& q, const quantize_options& o = {}) {
+  q.validate();
   std::vector<float> out(q.rows * q.cols);
-  dequantize(q, out);
+  dequantize(q, out, o);
   return out;
 }
-[[nodiscard]] inline std::vector<float> dequantize(const quantized_tensor& q) { return dequantize(q.view()); }
+[[nodiscard]] inline std::vector<float> dequantize(const quantized_tensor& q, const quantize_options& o = {}) {
+  return dequantize(q.view(), o);
+}
 
 /// quantize then dequantize in one call: what the quantized tensor stands for, as floats.
-[[nodiscard]] inline std::vector<float> fake_quantize(matrix_view<const float> x, const quant_scheme& s) {
-  return dequantize(quantize(x, s));
+[[nodiscard]] inline std::vector<float> fake_quantize(matrix_view<const float> x, const quant_scheme& s,
+                                                      const quantize_options& o = {}) {
+  return dequantize(quantize(x, s, o), o);
 }
 [[nodiscard]] inline std::vector<float> fake_quantize(std::span<const float> x, std::size_t rows, std::size_t cols,
-                                                      const quant_scheme& s) {
-  return fake_quantize(matrix_view<const float>(x, rows, cols), s);
+                                                      const quant_scheme& s, const quantize_options& o = {}) {
+  return fake_quantize(matrix_view<const float>(x, rows, cols), s, o);
 }
 
 }  // namespace minifloat

@@ -7,7 +7,8 @@
 //   channel      one fp32 scale per row        max | pow2 | none
 //   token        one fp32 scale per row (same storage as channel, named for activations)
 //   block RxC    one fp32 scale per RxC tile (partial edge tiles allowed; 1x128, 128x128, ...)
-//   mx           one E8M0 scale per 32 elements along `axis`   floor | rceil | ceil | even
+//   mx           one E8M0 scale per tile: 32 elements along `axis` (1x32 or 32x1), or a 32x32
+//                tile when block_rows = block_cols = 32                floor | rceil | ceil | even
 //
 // Scale rules for fp32 scales (s multiplies on dequantization, x ~ s * decode(q)):
 //   max   s = amax / max_finite(format), q = encode(x / s), the division in float32; amax 0 -> s = 1
@@ -20,62 +21,33 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
 
 #include "../core/errors.hpp"
 #include "../formats/format_list.hpp"
+#include "../formats/mx_scale.hpp"
+#include "../formats/scale_rule.hpp"
 #include "../core/policy.hpp"
 
 namespace minifloat {
 
 enum class granularity : std::uint8_t { tensor, channel, token, block, mx };
-enum class scale_rule : std::uint8_t { max, pow2, none, floor, rceil, ceil, even };
 
-constexpr std::string_view to_string(granularity g) noexcept {
-  switch (g) {
-    case granularity::tensor: return "tensor";
-    case granularity::channel: return "channel";
-    case granularity::token: return "token";
-    case granularity::block: return "block";
-    case granularity::mx: return "mx";
-  }
-  return "?";
-}
-constexpr std::string_view to_string(scale_rule r) noexcept {
-  switch (r) {
-    case scale_rule::max: return "max";
-    case scale_rule::pow2: return "pow2";
-    case scale_rule::none: return "none";
-    case scale_rule::floor: return "floor";
-    case scale_rule::rceil: return "rceil";
-    case scale_rule::ceil: return "ceil";
-    case scale_rule::even: return "even";
-  }
-  return "?";
-}
-constexpr std::optional<granularity> parse_granularity(std::string_view s) noexcept {
-  for (auto g : {granularity::tensor, granularity::channel, granularity::token, granularity::block, granularity::mx})
-    if (to_string(g) == s) return g;
-  return std::nullopt;
-}
-constexpr std::optional<scale_rule> parse_scale_rule(std::string_view s) noexcept {
-  for (auto r : {scale_rule::max, scale_rule::pow2, scale_rule::none, scale_rule::floor, scale_rule::rceil,
-                 scale_rule::ceil, scale_rule::even})
-    if (to_string(r) == s) return r;
-  return std::nullopt;
-}
-constexpr bool is_mx_rule(scale_rule r) noexcept {
-  return r == scale_rule::floor || r == scale_rule::rceil || r == scale_rule::ceil || r == scale_rule::even;
-}
+template <>
+struct enum_names<granularity> {
+  static constexpr std::array table{name_of(granularity::tensor, "tensor"), name_of(granularity::channel, "channel"),
+                                    name_of(granularity::token, "token"), name_of(granularity::block, "block"),
+                                    name_of(granularity::mx, "mx")};
+};
 
-/// T for the pow2 rule from the HiF8 recipe's guard: amax lands at 2^(15 - N_guard).
-constexpr int pow2_target_from_guard(int n_guard) noexcept { return 15 - n_guard; }
+constexpr std::optional<granularity> parse_granularity(std::string_view s) noexcept { return parse_enum<granularity>(s); }
 
 struct quant_scheme {
   format_id format = format_id::hifloat8;
   granularity gran = granularity::tensor;
-  std::size_t block_rows = 1;   // block: tile height; mx: 32 along axis 0, else 1
-  std::size_t block_cols = 128; // block: tile width;  mx: 32 along axis 1, else 1
-  int axis = 1;                 // mx: the axis the 32-element blocks run along (1 = along rows)
+  std::size_t block_rows = 1;   // block: tile height; mx: 32 for 32x32 tiles, else ignored
+  std::size_t block_cols = 128; // block: tile width;  mx: 32 (32x32 tiles, or 1-D blocks along axis)
+  int axis = 1;                 // mx, 1-D blocks: the axis they run along (1 = along rows)
   scale_rule rule = scale_rule::max;
   int target = 4;               // pow2: T
   rounding round = rounding::nearest;
@@ -96,11 +68,28 @@ struct quant_scheme {
     return s;
   }
 
+  /// MX: the tile one E8M0 scale covers (32x32 when block_rows = block_cols = 32, else the 1-D
+  /// block of 32 along `axis`).
+  [[nodiscard]] constexpr mx_tile tile() const noexcept {
+    return block_rows == 32 && block_cols == 32 ? mx_tile::square32 : mx_tile_for_axis(axis);
+  }
+
   /// Throws unsupported_error / shape_error for combinations that mean nothing.
   void validate() const {
-    const bool mx_format = format == format_id::float8_e4m3fn || format == format_id::float8_e5m2 ||
-                           format == format_id::float6_e3m2fn || format == format_id::float6_e2m3fn ||
-                           format == format_id::float4_e2m1fn;
+    // Out-of-range enum values (a scheme built from untrusted bytes) name themselves.
+    if (static_cast<unsigned>(format) >= std::tuple_size_v<all_formats>)
+      throw unsupported_error("quant_scheme: format id " + std::to_string(static_cast<unsigned>(format)) +
+                              " is not a format (expected 0.." + std::to_string(std::tuple_size_v<all_formats> - 1) + ")");
+    if (!is_valid(gran))
+      throw unsupported_error("quant_scheme: granularity " + std::to_string(static_cast<unsigned>(gran)) +
+                              " is not a granularity (expected " + enum_list<granularity>() + ")");
+    if (!is_valid(rule))
+      throw unsupported_error("quant_scheme: scale rule " + std::to_string(static_cast<unsigned>(rule)) +
+                              " is not a scale rule (expected " + enum_list<scale_rule>() + ")");
+    if (!is_valid(round))
+      throw unsupported_error("quant_scheme: rounding " + std::to_string(static_cast<unsigned>(round)) +
+                              " is not a rounding mode (expected " + enum_list<rounding>() + ")");
+    const bool mx_format = is_mx_element(format);
     if (format == format_id::float8_e8m0fnu)
       throw unsupported_error("float8_e8m0fnu is a scale format, not an element format; expected one of "
                               "hifloat8, float8_e4m3fn, float8_e5m2, float6_*, float4_e2m1fn, bfloat16, float16");
@@ -112,6 +101,9 @@ struct quant_scheme {
         throw unsupported_error("granularity mx takes scale rule floor, rceil, ceil or even, got " +
                                 std::string(to_string(rule)));
       if (axis != 0 && axis != 1) throw shape_error("mx axis must be 0 or 1, got " + std::to_string(axis));
+      if (round != rounding::nearest && round != rounding::nearest_even)
+        throw unsupported_error("MX elements are rounded to nearest even (OCP MX 6.3); got rounding " +
+                                std::string(to_string(round)));
     } else {
       if (is_mx_rule(rule))
         throw unsupported_error("scale rule " + std::string(to_string(rule)) +
@@ -128,7 +120,7 @@ struct quant_scheme {
   [[nodiscard]] std::string describe() const {
     std::string s = std::string(to_string(format)) + " " + std::string(to_string(gran));
     if (gran == granularity::block) s += " " + std::to_string(block_rows) + "x" + std::to_string(block_cols);
-    if (gran == granularity::mx) s += " axis=" + std::to_string(axis);
+    if (gran == granularity::mx) s += tile() == mx_tile::square32 ? " 32x32" : " axis=" + std::to_string(axis);
     s += " " + std::string(to_string(rule));
     if (rule == scale_rule::pow2) s += " T=" + std::to_string(target);
     s += " " + std::string(to_string(round));

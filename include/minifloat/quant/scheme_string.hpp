@@ -11,7 +11,8 @@
 //   FORMAT                  --format FORMAT             format
 //   GRAN                    --granularity GRAN          gran
 //   block<N>, block<R>x<C>  --granularity block --block NxN / RxC
-//   block=RxC               --block RxC                 block_rows, block_cols (block only; default 128x128)
+//   block=RxC               --block RxC                 block_rows, block_cols (block: default 128x128;
+//                                                       mx: 32x32 for 2-D tiles, 1x32 / 32x1 = axis 1 / 0)
 //   axis=0|1                --axis A                    axis (mx only; 1 = blocks along a row)
 //   scale-rule=R            --scale-rule R              rule (max|pow2|none; mx: floor|rceil|ceil|even)
 //   target=T                --target T                  target (pow2 only: amax lands in [2^T, 2^(T+1)))
@@ -27,6 +28,7 @@
 // scheme_name(s) is the short spelling (alias, block<N>), to_scheme_string(s) the long one
 // (always FORMAT/GRAN, block=RxC spelled out); both parse back to s. Errors are
 // unsupported_error (unknown names, options that do not apply) or shape_error (bad block sizes).
+#include <algorithm>
 #include <charconv>
 #include <cstddef>
 #include <optional>
@@ -117,7 +119,8 @@ inline std::vector<std::string_view> split_scheme(std::string_view text) {
   const quant_scheme d = quant_scheme::make(s.format, s.gran);
   if (s.gran == granularity::block)
     out += "/block=" + std::to_string(s.block_rows) + "x" + std::to_string(s.block_cols);
-  if (s.gran == granularity::mx && s.axis != d.axis) out += "/axis=" + std::to_string(s.axis);
+  if (s.gran == granularity::mx && s.tile() == mx_tile::square32) out += "/block=32x32";
+  else if (s.gran == granularity::mx && s.axis != d.axis) out += "/axis=" + std::to_string(s.axis);
   if (s.rule != d.rule) out += "/scale-rule=" + std::string(to_string(s.rule));
   // HiF8 recipes speak of N_guard (docs/formats/hifloat8.md#recipe-numbers-and-n_guard); other formats of the target T.
   if (s.rule == scale_rule::pow2 && s.target != d.target)
@@ -144,7 +147,7 @@ inline std::vector<std::string_view> split_scheme(std::string_view text) {
   // Drop FORMAT/GRAN and the block option from the long form: head already says them.
   const auto parts = detail::split_scheme(tail);
   for (std::size_t i = 2; i < parts.size(); ++i)
-    if (!parts[i].starts_with("block=")) head.append("/").append(parts[i]);
+    if (s.gran != granularity::block || !parts[i].starts_with("block=")) head.append("/").append(parts[i]);
   return head;
 }
 
@@ -199,7 +202,15 @@ inline std::vector<std::string_view> split_scheme(std::string_view text) {
         detail::scheme_fail(text, "option '" + std::string(key) + "' given twice (target and n-guard set the same value)");
     seen.push_back(key);
     if (key == "block") {
-      if (s->gran != granularity::block) detail::scheme_fail(text, "block= applies to granularity block only");
+      if (s->gran == granularity::mx) {
+        const auto [br, bc] = detail::scheme_block(value, text, false);
+        if (br == 32 && bc == 32) s->block_rows = s->block_cols = 32;
+        else if (br == 1 && bc == 32) s->axis = 1;
+        else if (br == 32 && bc == 1) s->axis = 0;
+        else detail::scheme_fail(text, "mx tiles are 1x32, 32x1 or 32x32, got block=" + std::string(value));
+        continue;
+      }
+      if (s->gran != granularity::block) detail::scheme_fail(text, "block= applies to granularity block and mx only");
       std::tie(s->block_rows, s->block_cols) = detail::scheme_block(value, text, false);
     } else if (key == "axis") {
       if (s->gran != granularity::mx) detail::scheme_fail(text, "axis= applies to granularity mx only");
@@ -226,6 +237,9 @@ inline std::vector<std::string_view> split_scheme(std::string_view text) {
                                     "'; expected block, axis, scale-rule, target, n-guard or round");
     }
   }
+  const auto given = [&](std::string_view k) { return std::find(seen.begin(), seen.end(), k) != seen.end(); };
+  if (s->gran == granularity::mx && given("axis") && given("block"))
+    detail::scheme_fail(text, "axis= and block= both set the MX tile; give one (block=1x32 is axis=1, 32x1 is axis=0)");
   if (target_given && s->rule != scale_rule::pow2)
     detail::scheme_fail(text, "target/n-guard apply to scale-rule pow2 only");
   try {

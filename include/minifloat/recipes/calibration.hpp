@@ -39,6 +39,7 @@
 #include "../quant/matrix_view.hpp"
 #include "../quant/scales.hpp"
 #include "../quant/scheme.hpp"
+#include "../simd/bulk.hpp"
 #include "scaling_rule.hpp"
 
 namespace minifloat {
@@ -98,6 +99,9 @@ struct calibration_config {
   void validate() const {
     if (gran != granularity::tensor && gran != granularity::channel)
       throw unsupported_error("calibration: granularity must be tensor or channel, got " + std::string(to_string(gran)));
+    if (round == rounding::stochastic)
+      throw unsupported_error("calibration: the error of a scale is measured with a deterministic rounding; got "
+                              "stochastic (calibrate with nearest, quantize stochastically afterwards)");
     scheme().validate();  // rejects float8_e8m0fnu
     if (method == calibration_method::amax || method == calibration_method::percentile) {
       if (target < 2 || target > 4)
@@ -154,16 +158,25 @@ void for_each_group_row(std::span<const matrix_view<const float>> set, granulari
   }
 }
 
+/// y = dequantize(quantize_with_scales(x, s)) per row, on the bulk kernels (the quantize engine's
+/// own calls), then the error sums over the finite x.
 template <class Elem>
 calib_error group_error(std::span<const matrix_view<const float>> set, granularity gran, std::size_t g, float s,
                         rounding round) {
   calib_error e;
   const conversion c{round, overflow::saturate};
+  std::vector<simd::code_t<Elem>> codes;
+  std::vector<float> y;
   for_each_group_row(set, gran, g, [&](std::span<const float> row) {
-    for (const float x : row) {
+    codes.resize(row.size());
+    y.resize(row.size());
+    float unused = 0.0f;
+    simd::check(simd::quantize_scaled<Elem>(row, std::span(codes), s, unused, c), "calibrate");
+    simd::check(simd::dequantize_scaled<Elem>(std::span<const simd::code_t<Elem>>(codes), std::span(y), s), "calibrate");
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      const float x = row[i];
       if (!std::isfinite(x)) continue;
-      const float y = static_cast<float>(narrow<Elem>(x / s, c)) * s;
-      const double d = static_cast<double>(x) - static_cast<double>(y);
+      const double d = static_cast<double>(x) - static_cast<double>(y[i]);
       e.sum_sq_err += d * d;
       e.sum_sq += static_cast<double>(x) * static_cast<double>(x);
       ++e.n;

@@ -4,8 +4,10 @@
 // `scale_data.py`). The state is per tensor role (and per layer); one object per tensor.
 //
 // Configuration (delayed_scaling_config; validate() throws shape_error naming expected/actual):
-//   history_len L   64, 128 or 256 (default 128): a ring of the last L recorded amaxes
-//   interval    I   5..20 (default 10): the scale is recomputed from the history every I steps
+//   history_len L   1..4096 (default 128; the HiF8 recipe uses 64, 128 or 256, TE's FP8 recipe
+//                   1024): a ring of the last L recorded amaxes
+//   interval    I   1..4096 (default 10; the HiF8 recipe uses 5..20, 1 recomputes every step):
+//                   the scale is recomputed from the history every I steps
 //   reduction       max (default: max over the history) or most_recent (the last recorded amax)
 //   scaling         amax -> scale rule (scaling_rule.hpp): the HiF8 guard rule, amax at
 //                   2^(15 - N_guard), pow2 scales, N_guard 11 for weights and 10 for activations
@@ -14,9 +16,10 @@
 //
 // The state machine, one call of step(x) (numbered as the code below):
 //   1. steps += 1. Scan x: finite amax a, number of Inf/NaN.
-//   2. Inf/NaN seen: report skip. The amax is NOT recorded; history, held scale and interval
-//      position are kept as they are ("keep the data"); skips += 1; the next step restarts with
-//      current scaling. The reported scale is the held one.
+//   2. Inf/NaN seen (or stats whose amax is Inf, NaN or negative: amax_stats::finite()): report
+//      skip. The amax is NOT recorded; history, held scale and interval position are kept as
+//      they are ("keep the data"); skips += 1; the next step restarts with current scaling. The
+//      reported scale is the held one. So a bad step never enters the history, whatever it held.
 //   3. Restart (the first step ever, or the first after a skip): current scaling. The scale
 //      becomes rule.scale(a) (kept if a = 0) and a new interval starts at this step.
 //      Otherwise the step uses the held scale, set at the last restart or update.
@@ -87,16 +90,18 @@ struct delayed_scaling_config {
   }
 
   void validate() const {
-    if (history_len != 64 && history_len != 128 && history_len != 256)
-      throw shape_error("delayed_scaling: amax history length must be 64, 128 or 256, got " + std::to_string(history_len));
-    if (interval < 5 || interval > 20)
-      throw shape_error("delayed_scaling: update interval must lie in [5, 20] steps, got " + std::to_string(interval));
+    if (history_len < 1 || history_len > 4096)
+      throw shape_error("delayed_scaling: amax history length must lie in [1, 4096] (the HiF8 recipe uses 64, 128 "
+                        "or 256), got " + std::to_string(history_len));
+    if (interval < 1 || interval > 4096)
+      throw shape_error("delayed_scaling: update interval must lie in [1, 4096] steps (the HiF8 recipe uses 5..20), "
+                        "got " + std::to_string(interval));
     if (reduction != amax_reduction::max && reduction != amax_reduction::most_recent)
       throw unsupported_error("delayed_scaling: amax reduction must be max or most_recent");
     scaling.validate();
   }
 
-  /// e.g. "L=128 I=10 max hifloat8 guard_pow2 N_guard=10 (T=5)".
+  /// e.g. "L=128 I=10 max hifloat8 pow2 N_guard=10 (T=5)".
   [[nodiscard]] std::string describe() const {
     return "L=" + std::to_string(history_len) + " I=" + std::to_string(interval) + " " +
            std::string(to_string(reduction)) + " " + scaling.describe();

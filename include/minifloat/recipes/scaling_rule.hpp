@@ -1,7 +1,7 @@
 #pragma once
 // Per-tensor scaling rules shared by the recipes (current_scaling.hpp, delayed_scaling.hpp):
-// how one amax becomes one fp32 scale, the amax/Inf/NaN scan of a step's tensor, and the
-// overflow count of a tensor at a given scale.
+// how one amax becomes one fp32 scale, and the overflow count of a tensor at a given scale (the
+// amax/Inf/NaN scan of a step's tensor is quant/scales.hpp scan_amax).
 //
 // Scale convention. Everywhere in minifloat the scale s MULTIPLIES on dequantization:
 //     q = encode(x / s),   x ~ s * decode(q).
@@ -11,13 +11,13 @@
 // is our s.
 //
 // The two rules (s as a function of the amax a > 0):
-//   guard_pow2 (HiF8)  s = 2^(floor(log2 a) - T),  T = 15 - N_guard            (docs/formats/scaling.md#the-hif8-guard-rule)
+//   pow2 (HiF8 guard)  s = 2^(floor(log2 a) - T),  T = 15 - N_guard            (docs/formats/scaling.md#the-hif8-guard-rule)
 //                      a / s lies in [2^T, 2^(T+1)): the amax lands in binade T, which leaves
 //                      N_guard binades of headroom below HiF8's max 2^15 and 38 - N_guard
 //                      binades (T down to -22) for the data. N_guard 11: a / s in [16, 32)
 //                      (class D3, 2-bit mantissa); N_guard 10: a / s in [32, 64) (D3).
 //                      Scales are powers of two, so x / s is exact (no rounding in the scale).
-//   max_margin (FP8)   s = a * 2^margin / dst_max                        (TE DelayedScaling)
+//   max (FP8, margin) s = a * 2^margin / dst_max                        (TE DelayedScaling)
 //                      dst_max defaults to the format's max finite (E4M3 448, E5M2 57344), so
 //                      a / s = dst_max / 2^margin. TE: scale = (fp8_max / amax) / 2^margin.
 //                      Computed as (a / dst_max) in float32, then * 2^margin (exact).
@@ -46,37 +46,6 @@
 
 namespace minifloat {
 
-/// What one pass over a step's tensor found.
-struct amax_stats {
-  float amax = 0.0f;          ///< max |x| over the finite elements (0 if none)
-  std::size_t nonfinite = 0;  ///< number of Inf/NaN elements
-  std::size_t count = 0;      ///< elements scanned
-  [[nodiscard]] constexpr bool finite() const noexcept { return nonfinite == 0; }
-};
-
-/// Finite amax and Inf/NaN count of a (possibly strided) matrix.
-// The fused quantize+amax kernel (include/minifloat/simd/, in progress) computes the same
-// amax while it quantizes; a delayed-scaling step can then skip this separate pass.
-[[nodiscard]] inline amax_stats scan_amax(matrix_view<const float> x) noexcept {
-  amax_stats s;
-  s.count = x.size();
-  for (std::size_t r = 0; r < x.rows; ++r) {
-    const float* row = x.row(r);
-    for (std::size_t c = 0; c < x.cols; ++c) {
-      const float a = std::fabs(row[c]);
-      if (a <= std::numeric_limits<float>::max()) {
-        if (a > s.amax) s.amax = a;
-      } else {
-        ++s.nonfinite;  // Inf, or NaN (every comparison with NaN is false)
-      }
-    }
-  }
-  return s;
-}
-[[nodiscard]] inline amax_stats scan_amax(std::span<const float> x) noexcept {
-  return scan_amax(matrix_view<const float>(x.data(), 1, x.size(), x.size()));
-}
-
 /// Largest finite value of an element format, as a float.
 [[nodiscard]] inline float format_max(format_id f) {
   return visit_format(f, [](auto t) { return static_cast<float>(std::numeric_limits<typename decltype(t)::type>::max()); });
@@ -102,23 +71,14 @@ struct amax_stats {
   });
 }
 
-enum class amax_rule : std::uint8_t { guard_pow2, max_margin };
-
-constexpr std::string_view to_string(amax_rule r) noexcept {
-  switch (r) {
-    case amax_rule::guard_pow2: return "guard_pow2";
-    case amax_rule::max_margin: return "max_margin";
-  }
-  return "?";
-}
-
 /// amax -> fp32 scale for one tensor (see the file comment for both rules).
 struct amax_scaling {
   format_id format = format_id::hifloat8;
-  amax_rule rule = amax_rule::guard_pow2;
-  int n_guard = 11;       ///< guard_pow2: the amax lands in binade T = 15 - n_guard
-  int margin = 0;         ///< max_margin: extra headroom, in binades (TE `margin`)
-  float dst_max = 0.0f;   ///< max_margin: what the amax maps to; 0 = the format's max finite
+  /// pow2: the HiF8 guard rule (amax at 2^(15 - n_guard)); max: s = amax * 2^margin / dst_max.
+  scale_rule rule = scale_rule::pow2;
+  int n_guard = 11;       ///< pow2: the amax lands in binade T = 15 - n_guard
+  int margin = 0;         ///< max: extra headroom, in binades (TE `margin`)
+  float dst_max = 0.0f;   ///< max: what the amax maps to; 0 = the format's max finite
   rounding round = rounding::nearest;
 
   /// The HiF8 guard rule with this N_guard.
@@ -134,7 +94,7 @@ struct amax_scaling {
   static amax_scaling fp8_max(format_id f, int margin = 0) {
     amax_scaling a;
     a.format = f;
-    a.rule = amax_rule::max_margin;
+    a.rule = scale_rule::max;
     a.margin = margin;
     a.validate();
     return a;
@@ -147,7 +107,7 @@ struct amax_scaling {
   static amax_scaling max_to(format_id f, float dst_max) {
     amax_scaling a;
     a.format = f;
-    a.rule = amax_rule::max_margin;
+    a.rule = scale_rule::max;
     a.dst_max = dst_max;
     a.validate();
     return a;
@@ -157,18 +117,21 @@ struct amax_scaling {
     return max_to(format_id::hifloat8, r == tensor_role::gradient ? 224.0f : 15.0f);
   }
 
-  /// pow2 target T = 15 - n_guard (guard_pow2 only).
+  /// pow2 target T = 15 - n_guard (pow2 only).
   [[nodiscard]] constexpr int target() const noexcept { return pow2_target_from_guard(n_guard); }
 
-  /// The value the amax is mapped to by max_margin (dst_max or the format's max finite).
+  /// The value the amax is mapped to by the max rule (dst_max or the format's max finite).
   [[nodiscard]] float effective_dst_max() const { return dst_max > 0.0f ? dst_max : format_max(format); }
 
   /// Throws unsupported_error / shape_error naming the expected and the actual value.
   void validate() const {
-    if (rule == amax_rule::guard_pow2) {
+    if (rule != scale_rule::pow2 && rule != scale_rule::max)
+      throw unsupported_error("amax_scaling: a per-tensor recipe takes scale rule pow2 (the HiF8 guard rule) or max, "
+                              "got " + std::string(to_string(rule)));
+    if (rule == scale_rule::pow2) {
       if (format != format_id::hifloat8)
-        throw unsupported_error("amax_scaling: the guard_pow2 rule (amax at 2^(15 - N_guard)) is defined for hifloat8, got " +
-                                std::string(to_string(format)) + "; use max_margin for other formats");
+        throw unsupported_error("amax_scaling: the guard rule (pow2, amax at 2^(15 - N_guard)) is defined for hifloat8, got " +
+                                std::string(to_string(format)) + "; use the max rule for other formats");
       if (n_guard < 1 || n_guard > 37)
         throw shape_error("amax_scaling: N_guard must lie in [1, 37] (amax binade 15 - N_guard in [-22, 14], inside "
                           "HiF8's 38 binades without overflow), got " + std::to_string(n_guard));
@@ -188,29 +151,30 @@ struct amax_scaling {
   /// s for a tensor with this finite amax; 1 for amax 0 (or non-finite / negative input).
   [[nodiscard]] float scale(float amax) const {
     if (!(amax > 0.0f) || !(amax <= std::numeric_limits<float>::max())) return 1.0f;
-    if (rule == amax_rule::guard_pow2) return group_scale<hifloat8>(amax, scale_rule::pow2, target());
-    const float s = std::ldexp(amax / effective_dst_max(), margin);
-    if (!(s > 0.0f)) return std::numeric_limits<float>::denorm_min();  // keeps x / s finite
-    return std::min(s, std::numeric_limits<float>::max());
+    if (rule == scale_rule::pow2) return group_scale<hifloat8>(amax, scale_rule::pow2, target());
+    float s = std::ldexp(amax / effective_dst_max(), margin);
+    if (!(s > 0.0f)) s = std::numeric_limits<float>::denorm_min();  // keeps x / s finite
+    s = std::min(s, std::numeric_limits<float>::max());
+    return visit_format(format, [&](auto t) {
+      using Elem = typename decltype(t)::type;
+      if constexpr (std::is_same_v<Elem, float8_e8m0fnu>) return s;  // rejected by validate()
+      else return detail::finite_scale<Elem>(amax, s);
+    });
   }
 
   /// The per-tensor scheme to quantize with these scales (quantize_with_scales).
   [[nodiscard]] quant_scheme scheme() const {
     quant_scheme s = quant_scheme::make(format, granularity::tensor);
     s.round = round;
-    if (rule == amax_rule::guard_pow2) {
-      s.rule = scale_rule::pow2;
-      s.target = target();
-    } else {
-      s.rule = scale_rule::max;
-    }
+    s.rule = rule;
+    if (rule == scale_rule::pow2) s.target = target();
     return s;
   }
 
-  /// e.g. "hifloat8 guard_pow2 N_guard=11 (T=4)" or "float8_e4m3fn max_margin margin=0".
+  /// e.g. "hifloat8 pow2 N_guard=11 (T=4)" or "float8_e4m3fn max margin=0".
   [[nodiscard]] std::string describe() const {
     std::string d = std::string(to_string(format)) + " " + std::string(to_string(rule));
-    if (rule == amax_rule::guard_pow2) return d + " N_guard=" + std::to_string(n_guard) + " (T=" + std::to_string(target()) + ")";
+    if (rule == scale_rule::pow2) return d + " N_guard=" + std::to_string(n_guard) + " (T=" + std::to_string(target()) + ")";
     d += " margin=" + std::to_string(margin);
     if (dst_max > 0.0f) d += " dst_max=" + std::to_string(dst_max);
     return d;
@@ -228,17 +192,16 @@ struct step_result {
   bool updated = false;       ///< delayed: the scale was recomputed from the history after this step
 };
 
-/// Quantizes x per tensor with the scale a recipe chose for this step.
-// Scalar path: quantize_with_scales. The fused SIMD quantize+amax kernel (kernels/, in progress)
-// slots in here for delayed steps, where the scale is known before the data is read.
+/// Quantizes x per tensor with the scale a recipe chose for this step (quantize_with_scales, on
+/// the SIMD kernels).
 [[nodiscard]] inline quantized_tensor quantize_step(matrix_view<const float> x, const quant_scheme& s,
-                                                    const step_result& r) {
-  return quantize_with_scales(x, s, std::span<const float>(&r.scale, 1));
+                                                    const step_result& r, const quantize_options& o = {}) {
+  return quantize_with_scales(x, s, std::span<const float>(&r.scale, 1), o);
 }
 /// quantize_step then dequantize: the fake-quantized tensor.
 [[nodiscard]] inline std::vector<float> fake_quantize_step(matrix_view<const float> x, const quant_scheme& s,
-                                                           const step_result& r) {
-  return dequantize(quantize_step(x, s, r));
+                                                           const step_result& r, const quantize_options& o = {}) {
+  return dequantize(quantize_step(x, s, r, o), o);
 }
 
 }  // namespace minifloat

@@ -29,6 +29,8 @@
 #include <cstdlib>
 #include <string_view>
 
+#include "../core/enum_names.hpp"
+
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define MINIFLOAT_SIMD_X86 1
 #include <cpuid.h>
@@ -68,20 +70,22 @@ enum class isa : std::uint8_t {
   neon,       ///< AArch64 Advanced SIMD
 };
 
-constexpr std::string_view to_string(isa i) noexcept {
-  switch (i) {
-    case isa::automatic: return "automatic";
-    case isa::scalar: return "scalar";
-    case isa::avx2: return "avx2";
-    case isa::avx512: return "avx512";
-    case isa::neon: return "neon";
-  }
-  return "?";
-}
+}  // namespace minifloat::simd
+
+template <>
+struct minifloat::enum_names<minifloat::simd::isa> {
+  using isa = minifloat::simd::isa;
+  static constexpr std::array table{name_of(isa::automatic, "automatic"), name_of(isa::scalar, "scalar"),
+                                    name_of(isa::avx2, "avx2"), name_of(isa::avx512, "avx512"),
+                                    name_of(isa::neon, "neon")};
+};
+
+namespace minifloat::simd {
+
+using minifloat::to_string;
 
 constexpr bool parse_isa(std::string_view s, isa& out) noexcept {
-  for (const isa i : {isa::automatic, isa::scalar, isa::avx2, isa::avx512, isa::neon})
-    if (to_string(i) == s) return out = i, true;
+  if (const auto i = parse_enum<isa>(s)) return out = *i, true;
   return false;
 }
 

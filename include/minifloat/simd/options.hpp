@@ -25,16 +25,18 @@ enum class kernel_status : std::uint8_t {
   bad_argument,     ///< any other invalid argument (scheme, scale, rounding mode for MX, ...)
 };
 
-constexpr std::string_view to_string(kernel_status s) noexcept {
-  switch (s) {
-    case kernel_status::ok: return "ok";
-    case kernel_status::null_pointer: return "null_pointer";
-    case kernel_status::size_mismatch: return "size_mismatch";
-    case kernel_status::unsupported_isa: return "unsupported_isa";
-    case kernel_status::bad_argument: return "bad_argument";
-  }
-  return "?";
-}
+}  // namespace minifloat::simd
+
+template <>
+struct minifloat::enum_names<minifloat::simd::kernel_status> {
+  using ks = minifloat::simd::kernel_status;
+  static constexpr std::array table{name_of(ks::ok, "ok"), name_of(ks::null_pointer, "null_pointer"),
+                                    name_of(ks::size_mismatch, "size_mismatch"),
+                                    name_of(ks::unsupported_isa, "unsupported_isa"),
+                                    name_of(ks::bad_argument, "bad_argument")};
+};
+
+namespace minifloat::simd {
 
 /// Throws for a status other than ok: shape_error for null/size problems, unsupported_error
 /// for an unavailable ISA, std::invalid_argument otherwise. `who` prefixes the message.

@@ -115,24 +115,28 @@ kernel_status quantize_scaled_parallel(std::span<const In> x, std::span<code_t<T
   return s;
 }
 
-/// mx_quantize_into over `threads` threads: axis 1 splits rows, axis 0 splits 32-row bands.
+/// mx_quantize over `threads` threads: bands of whole tile rows (one row for 1 x 32 tiles, 32
+/// rows otherwise), each an ordinary single-threaded call on its slice of codes and scales.
 template <mx_element Elem, bulk_input In>
-kernel_status mx_quantize_into_parallel(std::span<const In> x, mx_tensor_mutable_view<Elem> out, unsigned threads,
-                                        const bulk_options& o = {}) {
-  if (detail::bad_span(x.data(), x.size())) return kernel_status::null_pointer;
-  const std::size_t rows = out.rows(), cols = out.cols();
-  if (x.size() != rows * cols) return kernel_status::size_mismatch;
-  const std::size_t row_bytes = out.row_bytes(), scale_cols = out.scale_cols();
-  const std::size_t grain = out.axis() == 1 ? 1 : mx_block_size;
-  return detail::run_chunks(rows, threads, grain, o, [&](std::size_t b, std::size_t e, const bulk_options& oc) {
-    const std::size_t scale_row0 = out.axis() == 1 ? b : b / mx_block_size;
-    const std::size_t scale_rows = out.axis() == 1 ? e - b : (e - b + mx_block_size - 1) / mx_block_size;
-    const mx_tensor_mutable_view<Elem> part(e - b, cols, out.axis(), out.rule(),
-                                            out.codes().subspan(b * row_bytes, (e - b) * row_bytes),
-                                            out.scales().subspan(scale_row0 * scale_cols, scale_rows * scale_cols));
+kernel_status mx_quantize_parallel(std::span<const In> x, std::size_t rows, std::size_t cols, mx_tile tile,
+                                   scale_rule rule, std::span<std::uint8_t> codes, std::span<std::uint8_t> scales,
+                                   unsigned threads, const bulk_options& o = {}) {
+  if (detail::bad_span(x.data(), x.size()) || detail::bad_span(codes.data(), codes.size()) ||
+      detail::bad_span(scales.data(), scales.size()))
+    return kernel_status::null_pointer;
+  if (!is_mx_rule(rule)) return kernel_status::bad_argument;
+  if (const auto s = detail::mx_check<Elem>(rows, cols, tile, x.size(), codes.size(), scales.size()); s != kernel_status::ok)
+    return s;
+  if (rows == 0 || cols == 0) return mx_quantize<Elem>(x, rows, cols, tile, rule, codes, scales, o);
+  const std::size_t tr = mx_tile_rows(tile), row_bytes = packed_bytes(cols, sizeof_bits<Elem>);
+  const std::size_t grid_cols = minifloat::detail::ceil_div(cols, mx_tile_cols(tile));
+  return detail::run_chunks(rows, threads, tr, o, [&](std::size_t b, std::size_t e, const bulk_options& oc) {
+    const std::size_t g0 = b / tr, g1 = minifloat::detail::ceil_div(e, tr);
     bulk_options po = oc;
     po.first_index = o.first_index;  // MX rounding is deterministic; keep the caller's value
-    return mx_quantize_into<Elem>(x.subspan(b * cols, (e - b) * cols), part, po);
+    return mx_quantize<Elem>(x.subspan(b * cols, (e - b) * cols), e - b, cols, tile, rule,
+                             codes.subspan(b * row_bytes, (e - b) * row_bytes),
+                             scales.subspan(g0 * grid_cols, (g1 - g0) * grid_cols), po);
   });
 }
 

@@ -99,7 +99,7 @@ TEST_CASE("scheme strings: errors say what is wrong and what is expected", "[ana
       {"hifloat8/tensor/zzz", "is not key=value"},
       {"hifloat8/tensor/colour=red", "unknown option 'colour'"},
       {"hifloat8/tensor/axis=0", "axis= applies to granularity mx only"},
-      {"mxfp4/block=2x2", "block= applies to granularity block only"},
+      {"mxfp4/block=2x2", "mx tiles are 1x32, 32x1 or 32x32"},
       {"float8_e4m3fn/block/block=0x4", "at least 1"},
       {"float8_e4m3fn/block/block=12", "RxC"},
       {"float8_e4m3fn/block0", "at least 1"},

@@ -15,6 +15,9 @@
 //       even   k = floor(log2 R) - emax, R = amax rounded half-up to the element's mantissa width
 //       rceil  k = the smallest integer with amax / 2^k <= max_elem  (= ceil(log2(amax / max_elem)))
 //     then clamp(k, -127, 127) + 127; NaN/Inf in the block -> 0xFF; amax == 0 -> 0x00.
+//     Finite stays finite (the library's documented deviation for the rounded-up rules): if the
+//     rule's 2^k makes RNE+saturate(amax / 2^k) * 2^k overflow float32, the floor rule's k is used.
+//   * Tiles: 1 x 32 (axis 1), 32 x 1 (axis 0) and 32 x 32 (tile_rows = tile_cols = 32).
 //   * Elements: P_i = RNE+saturate(V_i / 2^k), the division done in double (exact); a NaN
 //     scale leaves every element code 0 (Ascend golden: NaN -> 0).
 //   * Tensors are cut into blocks by explicit index arithmetic, FP4 codes are packed with
@@ -74,6 +77,7 @@ int unclamped_exponent(double amax, mx_scale_rule rule) {
       while (amax / std::ldexp(1.0, k) > e.max_value) ++k;
       return k;
     }
+    default: break;  // not an MX rule
   }
   return 0;
 }
@@ -83,7 +87,11 @@ std::uint8_t scale_code_for_amax(double amax, mx_scale_rule rule) {
   if (std::isnan(amax) || std::isinf(amax)) return 0xFF;
   amax = std::fabs(amax);
   if (amax == 0) return 0x00;
-  const int k = std::clamp(unclamped_exponent<Elem>(amax, rule), -127, 127);
+  int k = unclamped_exponent<Elem>(amax, rule);
+  const double p = static_cast<double>(static_cast<float>(minifloat::narrow<Elem>(
+      amax / std::ldexp(1.0, k), {minifloat::rounding::nearest_even, minifloat::overflow::saturate})));
+  if (std::isinf(static_cast<float>(p * std::ldexp(1.0, k)))) k = unclamped_exponent<Elem>(amax, mx_scale_rule::floor);
+  k = std::clamp(k, -127, 127);
   return static_cast<std::uint8_t>(k + 127);
 }
 
@@ -128,6 +136,58 @@ struct tensor_result {
 };
 
 inline std::size_t blocks_of(std::size_t n) { return (n + block - 1) / block; }
+
+/// FP4: element 2i in the low nibble, 2i + 1 in the high nibble, ceil(cols / 2) bytes a row.
+template <class Elem>
+std::vector<std::uint8_t> pack_rows(const std::vector<std::uint8_t>& unpacked, std::size_t rows, std::size_t cols) {
+  if (info<Elem>().bits != 4) return unpacked;
+  const std::size_t row_bytes = (cols + 1) / 2;
+  std::vector<std::uint8_t> out(rows * row_bytes, 0);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) {
+      const unsigned shift = c % 2 == 0 ? 0U : 4U;
+      out[r * row_bytes + c / 2] = static_cast<std::uint8_t>(out[r * row_bytes + c / 2] | ((unpacked[r * cols + c] & 0xFU) << shift));
+    }
+  return out;
+}
+
+/// 32 x 32 tiles: scales over the grid ceil(rows / 32) x ceil(cols / 32), row-major.
+template <class Elem>
+tensor_result quantize_tensor_2d(const std::vector<float>& x, std::size_t rows, std::size_t cols, mx_scale_rule rule) {
+  std::vector<std::uint8_t> unpacked(rows * cols, 0);
+  tensor_result t;
+  const std::size_t gr = blocks_of(rows), gc = blocks_of(cols);
+  t.scales.assign(gr * gc, 0);
+  for (std::size_t bi = 0; bi < gr; ++bi)
+    for (std::size_t bj = 0; bj < gc; ++bj) {
+      std::vector<float> v;
+      std::vector<std::size_t> at;
+      for (std::size_t r = bi * block; r < std::min(rows, (bi + 1) * block); ++r)
+        for (std::size_t c = bj * block; c < std::min(cols, (bj + 1) * block); ++c) v.push_back(x[r * cols + c]), at.push_back(r * cols + c);
+      const block_result q = quantize_block<Elem>(v, rule);
+      t.scales[bi * gc + bj] = q.scale;
+      for (std::size_t i = 0; i < v.size(); ++i) unpacked[at[i]] = q.codes[i];
+    }
+  t.codes = pack_rows<Elem>(unpacked, rows, cols);
+  return t;
+}
+
+template <class Elem>
+std::vector<float> dequantize_tensor_2d(const tensor_result& t, std::size_t rows, std::size_t cols) {
+  std::vector<float> out(rows * cols);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < cols; ++c) {
+      std::uint8_t code;
+      if (info<Elem>().bits == 4) {
+        const std::uint8_t byte = t.codes[r * ((cols + 1) / 2) + c / 2];
+        code = static_cast<std::uint8_t>(c % 2 == 0 ? byte & 0xFU : byte >> 4);
+      } else {
+        code = t.codes[r * cols + c];
+      }
+      out[r * cols + c] = dequantize_element<Elem>(code, t.scales[(r / block) * blocks_of(cols) + c / block]);
+    }
+  return out;
+}
 
 template <class Elem>
 tensor_result quantize_tensor(const std::vector<float>& x, std::size_t rows, std::size_t cols, int axis,

@@ -27,8 +27,8 @@ using namespace minifloat;
 namespace {
 
 using mx_formats = std::tuple<float8_e4m3fn, float8_e5m2, float6_e3m2fn, float6_e2m3fn, float4_e2m1fn>;
-constexpr std::array<mx_scale_rule, 4> kRules = {mx_scale_rule::floor, mx_scale_rule::rceil, mx_scale_rule::ceil,
-                                                 mx_scale_rule::even};
+constexpr std::array<scale_rule, 4> kRules = {scale_rule::floor, scale_rule::rceil, scale_rule::ceil,
+                                                 scale_rule::even};
 
 float from_bits32(std::uint32_t b) { return std::bit_cast<float>(b); }
 std::uint32_t bits32(float f) { return std::bit_cast<std::uint32_t>(f); }
@@ -165,7 +165,7 @@ std::vector<float> arrange(const std::vector<float>& seq, std::size_t cols, int 
 // --- comparison against the reference -----------------------------------------------------------
 
 template <class Elem>
-void check_tensor(const std::vector<float>& x, std::size_t rows, std::size_t cols, int axis, mx_scale_rule rule) {
+void check_tensor(const std::vector<float>& x, std::size_t rows, std::size_t cols, int axis, scale_rule rule) {
   INFO(Elem::spec::name << " " << to_string(rule) << " " << rows << "x" << cols << " axis " << axis);
   const auto lib = mx_quantize<Elem>(x, rows, cols, axis, rule);
   const auto ref = mx_ref::quantize_tensor<Elem>(x, rows, cols, axis, rule);
@@ -190,7 +190,7 @@ void check_tensor(const std::vector<float>& x, std::size_t rows, std::size_t col
 
 /// mx_block<Elem> on each 32-value chunk against the reference block quantizer.
 template <class Elem>
-void check_blocks(const std::vector<float>& seq, mx_scale_rule rule) {
+void check_blocks(const std::vector<float>& seq, scale_rule rule) {
   std::size_t bad = 0;
   for (std::size_t b = 0; b * 32 < seq.size(); ++b) {
     const std::vector<float> v(seq.begin() + static_cast<std::ptrdiff_t>(b * 32),
@@ -218,7 +218,7 @@ std::vector<float> pad_to(std::vector<float> v, std::size_t multiple) {
 /// The blocks of `seq` through mx_block, as rows of a 64-column tensor (axis 1) and as column
 /// blocks of a 3-column tensor (axis 0).
 template <class Elem>
-void check_everywhere(const std::vector<float>& seq, mx_scale_rule rule) {
+void check_everywhere(const std::vector<float>& seq, scale_rule rule) {
   check_blocks<Elem>(seq, rule);
   const auto x1 = pad_to(seq, 64);
   check_tensor<Elem>(x1, x1.size() / 64, 64, 1, rule);
@@ -230,18 +230,22 @@ void check_everywhere(const std::vector<float>& seq, mx_scale_rule rule) {
 
 // --- scale rules --------------------------------------------------------------------------------
 
-TEST_CASE("mx_scale_rule names", "[mx][mx_scale]") {
-  for (auto r : kRules) CHECK(parse_mx_scale_rule(to_string(r)) == r);
-  CHECK(to_string(mx_scale_rule::floor) == "floor");
-  CHECK(to_string(mx_scale_rule::rceil) == "rceil");
-  CHECK(!parse_mx_scale_rule("Floor").has_value());
-  CHECK(!parse_mx_scale_rule("").has_value());
+TEST_CASE("MX scale rule names, one scale_rule vocabulary", "[mx][mx_scale]") {
+  for (auto r : kRules) {
+    CHECK(parse_scale_rule(to_string(r)) == r);
+    CHECK(is_mx_rule(r));
+  }
+  CHECK(to_string(scale_rule::floor) == "floor");
+  CHECK(to_string(scale_rule::rceil) == "rceil");
+  CHECK(!parse_scale_rule("Floor").has_value());
+  CHECK(!parse_scale_rule("").has_value());
+  for (auto r : {scale_rule::max, scale_rule::pow2, scale_rule::none}) CHECK(!is_mx_rule(r));
 }
 
 TEST_CASE("mx_scale_code: hand-computed values", "[mx][mx_scale]") {
   using E4 = float8_e4m3fn;
   using F4 = float4_e2m1fn;
-  using enum mx_scale_rule;
+  using enum scale_rule;
   // E4M3: emax 8, max 448 = 1.75 * 2^8, 3 mantissa bits (even threshold 1.9375).
   CHECK(mx_scale_code<E4>(448.0f, floor) == 127);
   CHECK(mx_scale_code<E4>(449.0f, floor) == 127);
@@ -274,7 +278,9 @@ TEST_CASE("mx_scale_code: hand-computed values", "[mx][mx_scale]") {
   }
   CHECK(mx_scale_code<E4>(FLT_MAX, floor) == 127 + 127 - 8);
   CHECK(mx_scale_code<float8_e5m2>(FLT_MAX, floor) == 127 + 127 - 15);
-  CHECK(mx_scale_code<F4>(FLT_MAX, rceil) == 127 + 128 - 2);
+  // rceil would give 127 + 128 - 2, whose block max dequantizes to 2^128: the finite guard takes
+  // floor's code (docs/formats/mx.md#scale-rules).
+  CHECK(mx_scale_code<F4>(FLT_MAX, rceil) == 127 + 127 - 2);
   CHECK(mx_scale_code<F4>(std::ldexp(1.0f, -125), floor) == 0x00);  // -125 - 2 = -127
   CHECK(mx_scale_code<F4>(std::ldexp(1.0f, -124), floor) == 0x01);
   // X = 2^(code - 127), exactly, including the fp32-subnormal code 0.
@@ -314,9 +320,9 @@ std::vector<float> threshold_amaxes() {
 /// floor/ceil/even read the exponent field of fp32 bits (even after adding half an element ulp
 /// to the bits); rceil rounds amax / max_pos to fp32 first, then ceil(log2), clamped to +-127.
 template <class Elem>
-std::uint8_t torchao_scale_code(float amax, mx_scale_rule rule) {
+std::uint8_t torchao_scale_code(float amax, scale_rule rule) {
   const auto inf = mx_ref::info<Elem>();
-  if (rule == mx_scale_rule::rceil) {
+  if (rule == scale_rule::rceil) {
     const float q = amax / static_cast<float>(inf.max_value);
     int k = -127;
     if (q != 0) {
@@ -326,10 +332,19 @@ std::uint8_t torchao_scale_code(float amax, mx_scale_rule rule) {
     return static_cast<std::uint8_t>(std::clamp(k, -127, 127) + 127);
   }
   std::uint32_t b = bits32(amax);
-  if (rule == mx_scale_rule::even) b = (b + (1U << (23 - inf.mantissa_bits - 1))) & 0xFF800000U;
+  if (rule == scale_rule::even) b = (b + (1U << (23 - inf.mantissa_bits - 1))) & 0xFF800000U;
   int e = static_cast<int>((b >> 23) & 0xFF) - 127;
-  if (rule == mx_scale_rule::ceil && (b & 0x7FFFFF) != 0) ++e;
+  if (rule == scale_rule::ceil && (b & 0x7FFFFF) != 0) ++e;
   return static_cast<std::uint8_t>(std::clamp(e - inf.emax, -127, 128) + 127);
+}
+
+/// The amaxes the finite guard moves to floor's code: exponent field 254 (e = 127) whose
+/// significand rounds to 2 at the element's mantissa width.
+template <class Elem>
+bool finite_guarded(float amax) {
+  const std::uint32_t b = bits32(amax) & 0x7FFFFFFFU;
+  const int m = mx_ref::info<Elem>().mantissa_bits;
+  return (b >> 23) == 254 && (b & 0x7FFFFFU) + (1U << (22 - m)) >= 0x800000U;
 }
 
 }  // namespace
@@ -356,11 +371,19 @@ TEMPLATE_LIST_TEST_CASE("scale rules vs torchao's formulations (mx_scale.hpp cla
   const auto amaxes = threshold_amaxes<Elem>();
   // floor, ceil, even: identical on every sampled amax, fp32 subnormals included (docs/formats/mx.md#comparison-with-torchao-and-te:
   // exponent-field extraction and the true floor(log2) clamp to the same scale).
-  for (auto rule : {mx_scale_rule::floor, mx_scale_rule::ceil, mx_scale_rule::even}) {
+  for (auto rule : {scale_rule::floor, scale_rule::ceil, scale_rule::even}) {
     std::size_t bad = 0;
-    for (float a : amaxes) bad += mx_scale_code<Elem>(a, rule) != torchao_scale_code<Elem>(a, rule) ? 1U : 0U;
+    std::size_t guarded = 0;
+    for (float a : amaxes) {
+      // torchao keeps the rounded-up code where it dequantizes the block max to Inf; we take floor's.
+      const bool g = rule != scale_rule::floor && finite_guarded<Elem>(a);
+      guarded += g ? 1U : 0U;
+      const std::uint8_t want = g ? torchao_scale_code<Elem>(a, scale_rule::floor) : torchao_scale_code<Elem>(a, rule);
+      bad += mx_scale_code<Elem>(a, rule) != want ? 1U : 0U;
+    }
     INFO(Elem::spec::name << " " << to_string(rule));
     CHECK(bad == 0);
+    if (rule != scale_rule::floor) CHECK(guarded > 0);
   }
   // rceil: fp32 division differs from the exact rule only at amax = max_elem * 2^-127 + 1 ulp.
   const float special = std::nextafter(static_cast<float>(std::ldexp(inf.max_value, -127)), 1.0f);
@@ -371,14 +394,14 @@ TEMPLATE_LIST_TEST_CASE("scale rules vs torchao's formulations (mx_scale.hpp cla
   for (int i = 0; i < 2000; ++i) a = std::nextafter(a, 0.0f);
   for (int i = 0; i < 4000; ++i, a = std::nextafter(a, 1.0f)) sweep.push_back(a);
   for (float x : sweep)
-    if (mx_scale_code<Elem>(x, mx_scale_rule::rceil) != torchao_scale_code<Elem>(x, mx_scale_rule::rceil))
+    if (!finite_guarded<Elem>(x) && mx_scale_code<Elem>(x, scale_rule::rceil) != torchao_scale_code<Elem>(x, scale_rule::rceil))
       diffs.push_back(x);
   std::sort(diffs.begin(), diffs.end());
   diffs.erase(std::unique(diffs.begin(), diffs.end()), diffs.end());
   REQUIRE(diffs.size() == 1);
   CHECK(diffs[0] == special);
-  CHECK(mx_scale_code<Elem>(special, mx_scale_rule::rceil) == 1);
-  CHECK(torchao_scale_code<Elem>(special, mx_scale_rule::rceil) == 0);
+  CHECK(mx_scale_code<Elem>(special, scale_rule::rceil) == 1);
+  CHECK(torchao_scale_code<Elem>(special, scale_rule::rceil) == 0);
 }
 
 TEMPLATE_LIST_TEST_CASE("docs/formats/mx.md#clipping: floor clips, rceil never does", "[mx][mx_scale]", mx_formats) {
@@ -395,11 +418,16 @@ TEMPLATE_LIST_TEST_CASE("docs/formats/mx.md#clipping: floor clips, rceil never d
   // The two clipping cases of docs/formats/mx.md: E4M3 1.9 * 2^e -> 486.4 -> 448; E2M1 1.9 * 2^e -> 7.6 -> 6.
   if constexpr (std::is_same_v<Elem, float8_e4m3fn>) CHECK(mx_block<Elem>::quantize(std::array{1.9f}).dequantize()[0] == 448.0f / 256.0f);
   if constexpr (std::is_same_v<Elem, float4_e2m1fn>) CHECK(mx_block<Elem>::quantize(std::array{1.9f}).dequantize()[0] == 1.5f);
-  // rceil: amax / X <= max_elem for every threshold amax (exact double arithmetic).
+  // rceil: amax / X <= max_elem for every threshold amax (exact double arithmetic), except the
+  // amaxes within half an element ulp of 2^128, where the finite guard prefers clipping to Inf.
   std::size_t clipped = 0;
   for (float a : threshold_amaxes<Elem>()) {
-    const std::uint8_t code = mx_scale_code<Elem>(a, mx_scale_rule::rceil);
-    if (static_cast<double>(a) / std::ldexp(1.0, code - 127) > inf.max_value) ++clipped;
+    const std::uint8_t code = mx_scale_code<Elem>(a, scale_rule::rceil);
+    if (!finite_guarded<Elem>(a) && static_cast<double>(a) / std::ldexp(1.0, code - 127) > inf.max_value) ++clipped;
+    for (auto rule : kRules) {  // finite in, finite out, for every rule
+      const std::array<float, 1> v = {a};
+      CHECK(std::isfinite(mx_block<Elem>::quantize(v, rule).dequantize()[0]));
+    }
   }
   CHECK(clipped == 0);
 }
@@ -509,7 +537,7 @@ TEMPLATE_LIST_TEST_CASE("MX short blocks, odd shapes, 1x1 and empty tensors", "[
       CHECK(t.scales().empty());
       CHECK(t.dequantize().empty());
       CHECK(t.cann_scales().empty());
-      CHECK(mx_tensor<Elem>::from_buffers(r, c, axis, mx_scale_rule::floor, {}, {}) == t);
+      CHECK(mx_tensor<Elem>::from_buffers(r, c, axis, scale_rule::floor, {}, {}) == t);
     }
   const auto one = mx_quantize<Elem>(std::vector<float>{-3.0f}, 1, 1);
   CHECK(one.dequantize() == std::vector<float>{-3.0f});
@@ -527,8 +555,8 @@ TEST_CASE("MX: bfloat16 and float16 inputs equal their exact float widening", "[
   for (auto h : xh) wh.push_back(static_cast<float>(h));
   for (int axis : {0, 1}) {
     CHECK(mx_quantize<float8_e4m3fn>(std::span<const bfloat16>(xb), 8, 32, axis) == mx_quantize<float8_e4m3fn>(wb, 8, 32, axis));
-    CHECK(mx_quantize<float4_e2m1fn>(std::span<const float16>(xh), 16, 16, axis, mx_scale_rule::rceil) ==
-          mx_quantize<float4_e2m1fn>(wh, 16, 16, axis, mx_scale_rule::rceil));
+    CHECK(mx_quantize<float4_e2m1fn>(std::span<const float16>(xh), 16, 16, axis, scale_rule::rceil) ==
+          mx_quantize<float4_e2m1fn>(wh, 16, 16, axis, scale_rule::rceil));
   }
   const auto b = mx_block<float6_e2m3fn>::quantize(std::span<const bfloat16>(xb).first(32));
   CHECK(b == mx_block<float6_e2m3fn>::quantize(std::span<const float>(wb).first(32)));
@@ -541,7 +569,7 @@ TEST_CASE("CANN aclnnDynamicMxQuant doc vector (docs/formats/ascend.md#mx-scale-
   // mxscale [128, 0] (2^1, then the padding to an even block count).
   const std::vector<bfloat16> x = {narrow<bfloat16>(0.0f), narrow<bfloat16>(8.0f), narrow<bfloat16>(64.0f),
                                    narrow<bfloat16>(512.0f)};
-  const auto t = mx_quantize<float8_e4m3fn>(std::span<const bfloat16>(x), 1, 4, 1, mx_scale_rule::floor);
+  const auto t = mx_quantize<float8_e4m3fn>(std::span<const bfloat16>(x), 1, 4, 1, scale_rule::floor);
   CHECK(std::vector<std::uint8_t>(t.codes().begin(), t.codes().end()) == std::vector<std::uint8_t>{0, 72, 96, 120});
   CHECK(std::vector<std::uint8_t>(t.scales().begin(), t.scales().end()) == std::vector<std::uint8_t>{128});
   CHECK(t.cann_scales() == std::vector<std::uint8_t>{128, 0});
@@ -623,7 +651,7 @@ TEMPLATE_LIST_TEST_CASE("MX round trips: quantize -> dequantize -> quantize", "[
         const auto t1 = mx_quantize<Elem>(x, x.size() / cols, cols, axis, rule);
         const auto d1 = t1.dequantize();
         const auto t2 = mx_quantize<Elem>(d1, x.size() / cols, cols, axis, rule);
-        if (rule == mx_scale_rule::floor || rule == mx_scale_rule::even) {
+        if (rule == scale_rule::floor || rule == scale_rule::even) {
           CHECK(t2 == t1);  // bit-identical codes and scales after one round
         } else {
           // ceil / rceil: a block whose amax rounded down to max_elem / 2 (rceil) or 2^(emax-1)
@@ -640,9 +668,9 @@ TEMPLATE_LIST_TEST_CASE("MX round trips: quantize -> dequantize -> quantize", "[
 
 TEST_CASE("MX: ceil/rceil re-quantization lowers the scale but keeps the values", "[mx][idempotent]") {
   // E2M1 rceil: amax 3.2 -> X = 1, P = 3 (3.2 rounds down); 3 = max / 2 -> X = 1/2, P = 6.
-  const auto t1 = mx_quantize<float4_e2m1fn>(std::vector<float>{3.2f, 1.0f}, 1, 2, 1, mx_scale_rule::rceil);
+  const auto t1 = mx_quantize<float4_e2m1fn>(std::vector<float>{3.2f, 1.0f}, 1, 2, 1, scale_rule::rceil);
   CHECK(t1.scales()[0] == 127);
-  const auto t2 = mx_quantize<float4_e2m1fn>(t1.dequantize(), 1, 2, 1, mx_scale_rule::rceil);
+  const auto t2 = mx_quantize<float4_e2m1fn>(t1.dequantize(), 1, 2, 1, scale_rule::rceil);
   CHECK(t2.scales()[0] == 126);
   CHECK(t2.dequantize() == t1.dequantize());
 }
@@ -656,26 +684,33 @@ TEST_CASE("MX dequantize: exact products, overflow only past FLT_MAX", "[mx]") {
   const auto v = b.dequantize();
   CHECK(v[0] == std::ldexp(1.0f, -143));
   CHECK(v[1] == -3 * std::ldexp(1.0f, -143));
-  // floor keeps FLT_MAX finite (448 * 2^119); rceil rounds it up to 256 * 2^120 = 2^128 = Inf
-  // (documented in mx_block.hpp).
+  // floor keeps FLT_MAX finite (448 * 2^119); rceil would round it up to 256 * 2^120 = 2^128 = Inf,
+  // so the finite guard gives it floor's scale (docs/formats/mx.md#scale-rules).
   const std::array<float, 1> big = {FLT_MAX};
-  CHECK(mx_block<float8_e4m3fn>::quantize(big, mx_scale_rule::floor).dequantize()[0] == 448.0f * std::ldexp(1.0f, 119));
-  const auto r = mx_block<float8_e4m3fn>::quantize(big, mx_scale_rule::rceil);
-  CHECK(r.scale.bits() == 127 + 120);
-  CHECK(std::isinf(r.dequantize()[0]));
+  CHECK(mx_block<float8_e4m3fn>::quantize(big, scale_rule::floor).dequantize()[0] == 448.0f * std::ldexp(1.0f, 119));
+  for (auto rule : {scale_rule::rceil, scale_rule::ceil, scale_rule::even}) {
+    const auto r = mx_block<float8_e4m3fn>::quantize(big, rule);
+    CHECK(r.scale.bits() == 127 + 119);
+    CHECK(r.dequantize()[0] == 448.0f * std::ldexp(1.0f, 119));
+  }
+  // Just below the guard (s = 2 - 2^-4 - ulp, E4M3 M = 3) rceil keeps its own scale, finite.
+  const std::array<float, 1> below = {from_bits32(0x7F700000U - 1U)};
+  const auto rb = mx_block<float8_e4m3fn>::quantize(below, scale_rule::rceil);
+  CHECK(rb.scale.bits() == 127 + 120);
+  CHECK(std::isfinite(rb.dequantize()[0]));
 }
 
 TEST_CASE("MX views, from_buffers and errors", "[mx][errors]") {
   std::mt19937 rng(8);
   const auto x = random_normal(rng, 5);  // 160 values
-  const auto t = mx_quantize<float6_e3m2fn>(std::span<const float>(x).first(150), 10, 15, 0, mx_scale_rule::even);
+  const auto t = mx_quantize<float6_e3m2fn>(std::span<const float>(x).first(150), 10, 15, 0, scale_rule::even);
   CHECK(t.rows() == 10);
   CHECK(t.cols() == 15);
   CHECK(t.axis() == 0);
-  CHECK(t.rule() == mx_scale_rule::even);
+  CHECK(t.rule() == scale_rule::even);
   CHECK(mx_scale_shape(10, 15, 0) == std::array<std::size_t, 2>{1, 15});
   // from_buffers copies and validates; the view and the mutable view see the same bytes.
-  const auto u = mx_tensor<float6_e3m2fn>::from_buffers(10, 15, 0, mx_scale_rule::even, t.codes(), t.scales());
+  const auto u = mx_tensor<float6_e3m2fn>::from_buffers(10, 15, 0, scale_rule::even, t.codes(), t.scales());
   CHECK(u == t);
   const mx_tensor_view<float6_e3m2fn> v = t.view();
   std::vector<float> out(150);
@@ -687,13 +722,13 @@ TEST_CASE("MX views, from_buffers and errors", "[mx][errors]") {
   // mx_quantize_into a caller's buffers.
   std::vector<std::uint8_t> codes(150, 0xAA), scales(15, 0xAA);
   mx_quantize_into(std::span<const float>(x).first(150),
-                   mx_tensor_mutable_view<float6_e3m2fn>(10, 15, 0, mx_scale_rule::even, codes, scales));
-  CHECK(mx_tensor<float6_e3m2fn>::from_buffers(10, 15, 0, mx_scale_rule::even, codes, scales) == t);
+                   mx_tensor_mutable_view<float6_e3m2fn>(10, 15, 0, scale_rule::even, codes, scales));
+  CHECK(mx_tensor<float6_e3m2fn>::from_buffers(10, 15, 0, scale_rule::even, codes, scales) == t);
   // FP4 into a dirty buffer: every byte is written, odd rows end with a zero high nibble.
   std::vector<std::uint8_t> c4(3 * 3, 0xFF), s4(3, 0xFF);
   mx_quantize_into(std::span<const float>(x).first(15),
-                   mx_tensor_mutable_view<float4_e2m1fn>(3, 5, 1, mx_scale_rule::floor, c4, s4));
-  CHECK(mx_tensor<float4_e2m1fn>::from_buffers(3, 5, 1, mx_scale_rule::floor, c4, s4) ==
+                   mx_tensor_mutable_view<float4_e2m1fn>(3, 5, 1, scale_rule::floor, c4, s4));
+  CHECK(mx_tensor<float4_e2m1fn>::from_buffers(3, 5, 1, scale_rule::floor, c4, s4) ==
         mx_quantize<float4_e2m1fn>(std::span<const float>(x).first(15), 3, 5));
   for (std::size_t r = 0; r < 3; ++r) CHECK((c4[r * 3 + 2] >> 4) == 0);
 
@@ -705,13 +740,13 @@ TEST_CASE("MX views, from_buffers and errors", "[mx][errors]") {
   CHECK_THAT(shape_error_message([&] { (void)mx_quantize<float8_e4m3fn>(std::span<const float>(x).first(12), 3, 4, -1); }),
              Catch::Contains("got -1"));
   CHECK_THAT(shape_error_message([&] {
-               (void)mx_tensor<float4_e2m1fn>::from_buffers(3, 5, 1, mx_scale_rule::floor,
+               (void)mx_tensor<float4_e2m1fn>::from_buffers(3, 5, 1, scale_rule::floor,
                                                             std::vector<std::uint8_t>(8), std::vector<std::uint8_t>(3));
              }),
              Catch::Contains("codes") && Catch::Contains("needs 9") && Catch::Contains("got 8") &&
                  Catch::Contains("float4_e2m1fn"));
   CHECK_THAT(shape_error_message([&] {
-               (void)mx_tensor<float8_e5m2>::from_buffers(40, 5, 0, mx_scale_rule::floor,
+               (void)mx_tensor<float8_e5m2>::from_buffers(40, 5, 0, scale_rule::floor,
                                                           std::vector<std::uint8_t>(200), std::vector<std::uint8_t>(5));
              }),
              Catch::Contains("scales") && Catch::Contains("needs 10") && Catch::Contains("got 5"));

@@ -41,15 +41,15 @@ TEST_CASE("defaults: L 128, I 10, max, N_guard 11 weights, 10 activations and gr
   CHECK(w.interval == 10);
   CHECK(w.reduction == amax_reduction::max);
   CHECK(w.scaling.format == format_id::hifloat8);
-  CHECK(w.scaling.rule == amax_rule::guard_pow2);
+  CHECK(w.scaling.rule == scale_rule::pow2);
   CHECK(w.scaling.n_guard == 11);
   CHECK(a.scaling.n_guard == 10);
   CHECK(g.scaling.n_guard == 10);
   CHECK(delayed_scaling_config::fp8(tensor_role::weight).scaling.format == format_id::float8_e4m3fn);
   CHECK(delayed_scaling_config::fp8(tensor_role::activation).scaling.format == format_id::float8_e4m3fn);
   CHECK(delayed_scaling_config::fp8(tensor_role::gradient).scaling.format == format_id::float8_e5m2);
-  CHECK(delayed_scaling_config::fp8(tensor_role::gradient).scaling.rule == amax_rule::max_margin);
-  CHECK(a.describe() == "L=128 I=10 max hifloat8 guard_pow2 N_guard=10 (T=5)");
+  CHECK(delayed_scaling_config::fp8(tensor_role::gradient).scaling.rule == scale_rule::max);
+  CHECK(a.describe() == "L=128 I=10 max hifloat8 pow2 N_guard=10 (T=5)");
   CHECK(parse_tensor_role("gradient") == tensor_role::gradient);
   CHECK(parse_amax_reduction("most_recent") == amax_reduction::most_recent);
   CHECK_FALSE(parse_amax_reduction("mean").has_value());
@@ -238,6 +238,96 @@ TEST_CASE("delayed scaling: Inf/NaN skips the step, keeps the history and restar
   }
 }
 
+TEST_CASE("delayed scaling: stats with an Inf, NaN or negative amax are skips, never recorded", "[recipes][delayed]") {
+  // The probe's case: amax_stats{.amax = Inf, .nonfinite = 0} used to enter the history and pin
+  // the scale at 1 for the whole window.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for (const float bad : {inf, nan, -1.0f, -inf}) {
+    delayed_scaling d(small_config(5));
+    d.step(finite_amax_of(1.0f));
+    const float before = d.scale();
+    const auto r = d.step(amax_stats{.amax = bad, .nonfinite = 0, .count = 1});
+    CHECK(r.skip);
+    CHECK(d.history() == std::vector<float>{1.0f});
+    CHECK(d.scale() == before);
+    for (int i = 0; i < 40; ++i) d.step(finite_amax_of(1.0f));
+    CHECK(d.scale() == before);  // not stuck at 1: 2^(0 - 5)
+    for (const float h : d.history()) CHECK((std::isfinite(h) && h >= 0.0f));
+  }
+}
+
+namespace {
+
+/// An independent model of the delayed-scaling state machine of delayed_scaling.hpp, written
+/// from its comment: what history, scale and counters must be after a sequence of amaxes in
+/// which the bad ones (Inf, NaN, negative) are skips.
+struct delayed_model {
+  std::size_t len, interval;
+  std::vector<float> hist;  // recorded amaxes, oldest first, at most len
+  float scale = 1.0f;
+  bool restart = true;
+  std::size_t in_interval = 0, steps = 0, skips = 0, updates = 0, restarts = 0;
+  float rule(float a) const { return a > 0.0f ? std::ldexp(1.0f, std::ilogb(a) - 5) : scale; }  // N_guard 10
+  void step(float a) {
+    ++steps;
+    if (!(a >= 0.0f) || !std::isfinite(a)) {
+      ++skips;
+      restart = true;
+      return;
+    }
+    if (restart) {
+      if (a > 0.0f) scale = rule(a);
+      restart = false;
+      in_interval = 0;
+      ++restarts;
+    }
+    hist.push_back(a);
+    if (hist.size() > len) hist.erase(hist.begin());
+    if (++in_interval == interval) {
+      float m = 0.0f;
+      for (const float h : hist) m = std::max(m, h);
+      if (m > 0.0f) scale = rule(m);
+      in_interval = 0;
+      ++updates;
+    }
+  }
+};
+
+}  // namespace
+
+TEST_CASE("delayed scaling: random sequences with bad steps match the independent model", "[recipes][delayed][property]") {
+  std::mt19937 rng(2024);
+  const float specials[] = {std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity(),
+                            std::numeric_limits<float>::quiet_NaN(), -2.0f, 0.0f};
+  for (int trial = 0; trial < 300; ++trial) {
+    auto cfg = small_config(static_cast<std::size_t>(1 + rng() % 7));
+    cfg.history_len = 64;
+    delayed_scaling d(cfg);
+    delayed_model m{cfg.history_len, cfg.interval, {}};
+    const int n = 1 + static_cast<int>(rng() % 200);
+    for (int i = 0; i < n; ++i) {
+      const std::uint32_t r = rng() % 10;
+      const float a = r == 0 ? specials[rng() % 5] : std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f,
+                                                                static_cast<int>(rng() % 40) - 20);
+      const bool as_data = rng() % 2 == 0 && std::isfinite(a) && a >= 0.0f;
+      if (as_data) {
+        const std::vector<float> x = {a, -a / 2};
+        d.step(std::span<const float>(x));
+      } else {
+        d.step(amax_stats{.amax = a, .nonfinite = 0, .count = 1});
+      }
+      m.step(a);
+      REQUIRE(d.history() == m.hist);
+      REQUIRE(d.scale() == m.scale);
+      REQUIRE(d.counters().steps == m.steps);
+      REQUIRE(d.counters().skips == m.skips);
+      REQUIRE(d.counters().updates == m.updates);
+      REQUIRE(d.counters().restarts == m.restarts);
+      REQUIRE(d.steps_in_interval() == m.in_interval);
+    }
+  }
+}
+
 TEST_CASE("delayed scaling: skip_step() undoes the last step exactly", "[recipes][delayed]") {
   delayed_scaling d(small_config(5));
   for (const float a : {1.0f, 2.0f, 4.0f, 8.0f}) d.step(finite_amax_of(a));
@@ -361,13 +451,16 @@ TEST_CASE("scan_amax skips Inf/NaN and honours the row stride", "[recipes]") {
 
 TEST_CASE("recipe configs reject bad values with messages naming expected and actual", "[recipes][errors]") {
   auto c = delayed_scaling_config::hif8(tensor_role::weight);
-  c.history_len = 100;
+  c.history_len = 0;
   CHECK_THROWS_AS(delayed_scaling(c), shape_error);
-  CHECK_THROWS_WITH(delayed_scaling(c), Contains("64, 128 or 256") && Contains("got 100"));
-  c.history_len = 128;
+  CHECK_THROWS_WITH(delayed_scaling(c), Contains("[1, 4096]") && Contains("got 0"));
+  c.history_len = 1024;  // TE's FP8 recipe
+  CHECK_NOTHROW(delayed_scaling(c));
   c.interval = 0;
-  CHECK_THROWS_WITH(delayed_scaling(c), Contains("[5, 20]") && Contains("got 0"));
-  c.interval = 21;
+  CHECK_THROWS_WITH(delayed_scaling(c), Contains("[1, 4096]") && Contains("got 0"));
+  c.interval = 1;  // recompute every step
+  CHECK_NOTHROW(delayed_scaling(c));
+  c.interval = 5000;
   CHECK_THROWS_AS(delayed_scaling(c), shape_error);
   c.interval = 5;
   c.scaling.n_guard = 0;

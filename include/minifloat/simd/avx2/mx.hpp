@@ -1,6 +1,6 @@
 #pragma once
-// AVX2 MX quantize/dequantize, same signatures and bytes as simd/scalar/mx.hpp (the block
-// layer, block/mx_tensor.hpp).
+// AVX2 MX quantize/dequantize, same signatures and bytes as simd/scalar/mx.hpp (the reference:
+// the block algorithm of formats/mx_block.hpp per tile).
 //
 // Quantize, per block of 32 (OCP MX 6.3, mx_block.hpp):
 //   1. amax as the unsigned max of |x| bit patterns (NaN/Inf sort above every finite value);
@@ -14,9 +14,10 @@
 //      same holds for the products; subnormal *inputs* read as zero under DAZ, as they would in
 //      the scalar widening to double.)
 //   4. a NaN scale (0xFF) stores zero codes.
-// Axis 1 handles one block per step in registers. Axis 0 works on bands of 32 rows and chunks of
-// 256 columns: the per-column amax over the band, then one encode pass per row with a per-column
-// multiplier and a per-column keep mask (zero codes under a NaN scale).
+// 1 x 32 tiles (axis 1) are handled one block per step in registers. 32 x 1 and 32 x 32 tiles work
+// on bands of 32 rows and chunks of 256 columns: the per-column amax over the band (reduced over
+// each 32-column group for 32 x 32), then one encode pass per row with a per-column multiplier and
+// a per-column keep mask (zero codes under a NaN scale).
 // Dequantize: float(P) * X with X = 2^(code - 127) decoded like mx_scale_value (0x00 is the
 // float32 subnormal 2^-127, 0xFF NaN), one float32 multiply as the block layer does.
 #include "codec.hpp"
@@ -24,7 +25,7 @@
 #if MINIFLOAT_SIMD_X86
 
 #include "../../formats/mx_scale.hpp"
-#include "../../quant/mx_tensor.hpp"
+#include "../../formats/mx_block.hpp"
 
 namespace minifloat::simd::avx2 {
 
@@ -47,7 +48,7 @@ inline void mx_zero_codes(std::uint8_t* out, std::size_t n) noexcept {
 
 /// One block of n <= 32 elements along a row (axis 1): writes its scale code and codes.
 template <mx_element Elem, class In>
-MINIFLOAT_INLINE_AVX2 void mx_block_row(const In* x, std::size_t n, mx_scale_rule rule, std::uint8_t* codes,
+MINIFLOAT_INLINE_AVX2 void mx_block_row(const In* x, std::size_t n, scale_rule rule, std::uint8_t* codes,
                                         std::uint8_t* scale,
                                         const exmy_encoder<typename Elem::spec, round_kind::nearest_even>& enc) {
   constexpr auto St = mx_store<Elem>;
@@ -85,21 +86,30 @@ MINIFLOAT_INLINE_AVX2 void mx_block_row(const In* x, std::size_t n, mx_scale_rul
 }
 
 /// The E8M0 codes of 8 blocks from their amax |bit patterns| (lanes), by `Rule`: the formulas of
-/// block/mx_scale.hpp in 32-bit lanes. With eb the biased exponent field and f the fraction,
+/// formats/mx_scale.hpp in 32-bit lanes. With eb the biased exponent field and f the fraction,
 /// code = clamp(eb - emax + adj, 0, 254), adj = 0 (floor), [f != 0] (ceil), [f + 2^(22-M) >=
 /// 2^23] (even), [f > f_max] (rceil); NaN/Inf -> 0xFF. A float32-subnormal or zero amax has
-/// eb = 0 and gets 0 (the block layer's normalised exponent is clamped to the same 0x00).
-template <mx_element Elem, mx_scale_rule Rule>
+/// eb = 0 and gets 0 (the block layer's normalised exponent is clamped to the same 0x00). The
+/// finite guard of mx_scale_code_from_abs_bits: eb = 254 with f + 2^(22-M) >= 2^23 takes the
+/// floor code (the rounded-up rules would dequantize the block max to 2^128).
+template <mx_element Elem, scale_rule Rule>
 MINIFLOAT_INLINE_AVX2 __m256i mx_scale_codes8(__m256i a) {
   constexpr int M = Elem::spec::mantissa_bits;
   const __m256i frac = _mm256_and_si256(a, splat(0x7FFFFFU));
-  __m256i k = _mm256_sub_epi32(_mm256_srli_epi32(a, 23), splat(static_cast<std::uint32_t>(mx_emax<Elem>)));
-  if constexpr (Rule == mx_scale_rule::ceil) {
+  const __m256i eb = _mm256_srli_epi32(a, 23);
+  const __m256i floor_k = _mm256_sub_epi32(eb, splat(static_cast<std::uint32_t>(mx_emax<Elem>)));
+  __m256i k = floor_k;
+  if constexpr (Rule == scale_rule::ceil) {
     k = _mm256_add_epi32(_mm256_add_epi32(k, splat(1)), _mm256_cmpeq_epi32(frac, _mm256_setzero_si256()));
-  } else if constexpr (Rule == mx_scale_rule::even) {
+  } else if constexpr (Rule == scale_rule::even) {
     k = _mm256_add_epi32(k, _mm256_srli_epi32(_mm256_add_epi32(frac, splat(1U << (22 - M))), 23));
-  } else if constexpr (Rule == mx_scale_rule::rceil) {
+  } else if constexpr (Rule == scale_rule::rceil) {
     k = _mm256_sub_epi32(k, _mm256_cmpgt_epi32(frac, splat(minifloat::detail::mx_max_significand<Elem> - 0x800000U)));
+  }
+  if constexpr (Rule != scale_rule::floor) {
+    const __m256i top = _mm256_cmpeq_epi32(eb, splat(254));
+    const __m256i to_two = _mm256_cmpgt_epi32(_mm256_add_epi32(frac, splat(1U << (22 - M))), splat(0x7FFFFFU));
+    k = blend(k, floor_k, _mm256_and_si256(top, to_two));
   }
   const __m256i code = _mm256_min_epi32(_mm256_max_epi32(k, _mm256_setzero_si256()), splat(254));
   return blend(code, splat(mx_nan_scale_code), _mm256_cmpgt_epi32(a, splat(0x7F7FFFFFU)));
@@ -116,7 +126,7 @@ MINIFLOAT_INLINE_AVX2 __m256i hmax8x8(const __m256i v[8]) {
 }
 
 /// 8 full blocks (256 elements) of one row: scales first, all in vectors, then the codes.
-template <mx_element Elem, mx_scale_rule Rule, class In>
+template <mx_element Elem, scale_rule Rule, class In>
 MINIFLOAT_INLINE_AVX2 void mx_blocks8_row(const In* x, std::uint8_t* codes, std::uint8_t* scales,
                                           const exmy_encoder<typename Elem::spec, round_kind::nearest_even>& enc) {
   constexpr auto St = mx_store<Elem>;
@@ -146,7 +156,7 @@ MINIFLOAT_INLINE_AVX2 void mx_blocks8_row(const In* x, std::uint8_t* codes, std:
   }
 }
 
-template <mx_element Elem, mx_scale_rule Rule, class In>
+template <mx_element Elem, scale_rule Rule, class In>
 MINIFLOAT_TARGET_AVX2 void mx_quantize_axis1(const In* x, std::size_t rows, std::size_t cols, std::uint8_t* codes,
                                              std::uint8_t* scales) noexcept {
   const exmy_encoder<typename Elem::spec, round_kind::nearest_even> enc(mx_element_conversion);
@@ -199,8 +209,11 @@ MINIFLOAT_INLINE_AVX2 void mx_encode_columns(const In* x, std::size_t n, const f
   }
 }
 
-template <mx_element Elem, class In>
-MINIFLOAT_TARGET_AVX2 void mx_quantize_axis0(const In* x, std::size_t rows, std::size_t cols, mx_scale_rule rule,
+/// Bands of 32 rows: tiles 32 x 1 (Square = false: one scale per column of the band) or 32 x 32
+/// (Square: the column amaxes of each 32-column group reduced to one tile amax first; chunks
+/// start at multiples of 256 columns, so tiles never straddle two chunks).
+template <mx_element Elem, bool Square, class In>
+MINIFLOAT_TARGET_AVX2 void mx_quantize_bands(const In* x, std::size_t rows, std::size_t cols, scale_rule rule,
                                              std::uint8_t* codes, std::uint8_t* scales) noexcept {
   const exmy_encoder<typename Elem::spec, round_kind::nearest_even> enc(mx_element_conversion);
   const std::size_t row_bytes = packed_bytes(cols, sizeof_bits<Elem>);
@@ -209,9 +222,10 @@ MINIFLOAT_TARGET_AVX2 void mx_quantize_axis0(const In* x, std::size_t rows, std:
   alignas(32) float mul[chunk + 32];
   alignas(32) std::uint32_t keep[chunk + 32];
   const __m256i abs_mask = splat(0x7FFFFFFFU);
+  const std::size_t grid_cols = Square ? (cols + 31) / 32 : cols;
   for (std::size_t r0 = 0; r0 < rows; r0 += 32) {
     const std::size_t band = rows - r0 < 32 ? rows - r0 : 32;
-    std::uint8_t* sr = scales + (r0 / 32) * cols;
+    std::uint8_t* sr = scales + (r0 / 32) * grid_cols;
     for (std::size_t c0 = 0; c0 < cols; c0 += chunk) {
       const std::size_t w = cols - c0 < chunk ? cols - c0 : chunk;
       // 1. per-column amax over the band (8 columns per vector, the ragged end scalar)
@@ -231,13 +245,26 @@ MINIFLOAT_TARGET_AVX2 void mx_quantize_axis0(const In* x, std::size_t rows, std:
         amax[c] = m;
       }
       // 2. scale codes, multipliers and keep masks
-      for (c = 0; c < w; ++c) {
-        const std::uint8_t code = minifloat::detail::mx_scale_code_from_abs_bits<Elem>(amax[c], rule);
-        sr[c0 + c] = code;
-        const bool nan = code == mx_nan_scale_code;
-        mul[c] = nan ? 0.0f : mx_multiplier(code);
-        keep[c] = nan ? 0U : 0xFFFFFFFFU;
+      if constexpr (Square) {
+        for (std::size_t g = 0; g < w; g += 32) {
+          const std::size_t g1 = w - g < 32 ? w : g + 32;
+          std::uint32_t a = 0;
+          for (std::size_t j = g; j < g1; ++j) a = a < amax[j] ? amax[j] : a;
+          const std::uint8_t code = minifloat::detail::mx_scale_code_from_abs_bits<Elem>(a, rule);
+          sr[(c0 + g) / 32] = code;
+          const bool nan = code == mx_nan_scale_code;
+          for (std::size_t j = g; j < g1; ++j) mul[j] = nan ? 0.0f : mx_multiplier(code), keep[j] = nan ? 0U : 0xFFFFFFFFU;
+        }
+      } else {
+        for (c = 0; c < w; ++c) {
+          const std::uint8_t code = minifloat::detail::mx_scale_code_from_abs_bits<Elem>(amax[c], rule);
+          sr[c0 + c] = code;
+          const bool nan = code == mx_nan_scale_code;
+          mul[c] = nan ? 0.0f : mx_multiplier(code);
+          keep[c] = nan ? 0U : 0xFFFFFFFFU;
+        }
       }
+      c = w;
       for (; c < chunk + 32; ++c) mul[c] = 0.0f, keep[c] = 0U;
       // 3. codes, row by row
       for (std::size_t r = r0; r < r0 + band; ++r)
@@ -248,17 +275,18 @@ MINIFLOAT_TARGET_AVX2 void mx_quantize_axis0(const In* x, std::size_t rows, std:
 
 template <mx_element Elem>
 MINIFLOAT_TARGET_AVX2 void mx_dequantize_span(const std::uint8_t* codes, const std::uint8_t* scales, std::size_t rows,
-                                              std::size_t cols, int axis, float* out) noexcept {
+                                              std::size_t cols, mx_tile tile, float* out) noexcept {
   using Spec = typename Elem::spec;
   constexpr bool packed = sizeof_bits<Elem> == 4;
   const decoder8_for<Spec> dec{};
   const e8m0_decoder sdec{};
   const std::size_t row_bytes = packed_bytes(cols, sizeof_bits<Elem>);
-  const std::size_t blocks = (cols + 31) / 32;
+  const bool per_column = tile == mx_tile::col32;  // else one scale per 32 columns
+  const std::size_t tile_rows = mx_tile_rows(tile), grid_cols = per_column ? cols : (cols + 31) / 32;
   __m256i v[4], s[4];
   for (std::size_t r = 0; r < rows; ++r) {
     const std::uint8_t* cr = codes + r * row_bytes;
-    const std::uint8_t* sr = axis == 1 ? scales + r * blocks : scales + (r / 32) * cols;
+    const std::uint8_t* sr = scales + (r / tile_rows) * grid_cols;
     float* o = out + r * cols;
     for (std::size_t c0 = 0; c0 < cols; c0 += 32) {
       const std::size_t n = cols - c0 < 32 ? cols - c0 : 32;
@@ -270,7 +298,7 @@ MINIFLOAT_TARGET_AVX2 void mx_dequantize_span(const std::uint8_t* codes, const s
         cp = cin;
       }
       dec(packed ? codes32_at<true>(cp, 0, unpacked) : cp, v);
-      if (axis == 1) {
+      if (!per_column) {
         const __m256 x = _mm256_set1_ps(mx_scale_value(sr[c0 / 32]));
         for (int k = 0; k < 4; ++k) s[k] = _mm256_castps_si256(x);
       } else {
@@ -294,24 +322,22 @@ MINIFLOAT_TARGET_AVX2 void mx_dequantize_span(const std::uint8_t* codes, const s
 }  // namespace detail
 
 template <mx_element Elem, class In>
-void mx_quantize(const In* x, std::size_t rows, std::size_t cols, int axis, mx_scale_rule rule, std::uint8_t* codes,
+void mx_quantize(const In* x, std::size_t rows, std::size_t cols, mx_tile tile, scale_rule rule, std::uint8_t* codes,
                  std::uint8_t* scales) noexcept {
-  if (axis == 0) {
-    detail::mx_quantize_axis0<Elem>(x, rows, cols, rule, codes, scales);
-    return;
-  }
+  if (tile == mx_tile::col32) return detail::mx_quantize_bands<Elem, false>(x, rows, cols, rule, codes, scales);
+  if (tile == mx_tile::square32) return detail::mx_quantize_bands<Elem, true>(x, rows, cols, rule, codes, scales);
   switch (rule) {
-    case mx_scale_rule::floor: detail::mx_quantize_axis1<Elem, mx_scale_rule::floor>(x, rows, cols, codes, scales); break;
-    case mx_scale_rule::rceil: detail::mx_quantize_axis1<Elem, mx_scale_rule::rceil>(x, rows, cols, codes, scales); break;
-    case mx_scale_rule::ceil: detail::mx_quantize_axis1<Elem, mx_scale_rule::ceil>(x, rows, cols, codes, scales); break;
-    case mx_scale_rule::even: detail::mx_quantize_axis1<Elem, mx_scale_rule::even>(x, rows, cols, codes, scales); break;
+    case scale_rule::rceil: detail::mx_quantize_axis1<Elem, scale_rule::rceil>(x, rows, cols, codes, scales); break;
+    case scale_rule::ceil: detail::mx_quantize_axis1<Elem, scale_rule::ceil>(x, rows, cols, codes, scales); break;
+    case scale_rule::even: detail::mx_quantize_axis1<Elem, scale_rule::even>(x, rows, cols, codes, scales); break;
+    default: detail::mx_quantize_axis1<Elem, scale_rule::floor>(x, rows, cols, codes, scales); break;
   }
 }
 
 template <mx_element Elem>
-void mx_dequantize(const std::uint8_t* codes, const std::uint8_t* scales, std::size_t rows, std::size_t cols, int axis,
-                   float* out) noexcept {
-  detail::mx_dequantize_span<Elem>(codes, scales, rows, cols, axis, out);
+void mx_dequantize(const std::uint8_t* codes, const std::uint8_t* scales, std::size_t rows, std::size_t cols,
+                   mx_tile tile, float* out) noexcept {
+  detail::mx_dequantize_span<Elem>(codes, scales, rows, cols, tile, out);
 }
 
 }  // namespace minifloat::simd::avx2
