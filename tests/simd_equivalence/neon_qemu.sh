@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Cross-compiles the SIMD equivalence tests for AArch64 (the NEON path, kernels/arm_neon) and runs
-# them under qemu-user. Not part of CI. Needs Debian's g++-aarch64-linux-gnu and qemu-user:
-#   apt-get install -y g++-aarch64-linux-gnu qemu-user
+# Cross-compiles the SIMD equivalence tests for AArch64 (the NEON path, include/minifloat/simd/neon)
+# and runs them under qemu-user; a step of scripts/test.sh. Needs Debian's g++-aarch64-linux-gnu
+# and qemu-user (scripts/install-deps.sh --neon installs them).
 # Usage: bash tests/simd_equivalence/neon_qemu.sh [build dir, default build/neon-qemu] [-DNDEBUG]
+# Without -DNDEBUG the tests run their reduced sweeps (about a minute under qemu); -DNDEBUG runs
+# the full ones (several minutes).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 out="${1:-$root/build/neon-qemu}"
