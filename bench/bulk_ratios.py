@@ -12,12 +12,17 @@ files, every ratio is computed per run and the median ratio over the runs is pri
 
 prints, for every row present in both sets, the median items/s over the runs of each set and
 new / old (e.g. the main branch's binary against this one, run alternately in one session).
+A leading --cpu (either mode) uses items per second of CPU time instead of real time: on a
+machine shared with other jobs, time slicing inflates real time (single-thread rows only).
 """
 import json
 import statistics
 import sys
 
 K64, M64 = 65536, 67108864
+
+
+CPU = False  # --cpu: items per second of CPU time (time-slicing on a loaded machine inflates real time)
 
 
 def load(path):
@@ -29,7 +34,12 @@ def load(path):
             continue
         name = b["run_name"] if "run_name" in b else b["name"]
         name = name.replace("/real_time", "")
-        rates[name] = b["items_per_second"]
+        rate = b["items_per_second"]
+        if CPU:
+            if "threads:" in name or not b.get("cpu_time"):
+                continue  # the CPU time of the main thread alone says nothing about a split call
+            rate *= b["real_time"] / b["cpu_time"]
+        rates[name] = rate
     return rates
 
 
@@ -101,6 +111,9 @@ def compare(old_paths, new_paths):
 
 
 def main(paths):
+    global CPU
+    if paths and paths[0] == "--cpu":
+        CPU, paths = True, paths[1:]
     if paths and paths[0] == "--compare":
         sep = paths.index("--")
         compare(paths[1:sep], paths[sep + 1:])
