@@ -23,7 +23,8 @@
 //   * decoding of every format of at most 8 bits with vpermi2b / vpermb: every such value is a
 //     bfloat16, so the two bytes of its bf16 pattern come from byte tables built from the
 //     format's own decode table, and four masked vpermt2b place them into 64 float32 lanes.
-//   * counter-based random bits for stochastic rounding with vpmullq (16 SplitMix64 lanes).
+//   * counter-based random bits for stochastic rounding with vpmullq (16 SplitMix64 lanes);
+//   * a software prefetch of the encode loop's input 1 KiB ahead (memory-bound spans).
 // Everything else (directed and stochastic modes, nearest-away for OCP formats, E8M0, bf16,
 // fp16 outputs) runs the shared integer encoders on 16 lanes.
 #include "../isa.hpp"
@@ -278,6 +279,17 @@ struct ops {
     store64_partial<St>(out, r, c);
   }
   MINIFLOAT_INLINE_AVX512 static void store_bytes(void* out, __m512i b) { _mm512_storeu_si512(out, b); }
+  /// The encode loop's input, 1 KiB ahead of step i (a prefetch never faults, so the end of the
+  /// span needs no care; the address is formed as an integer). Measured on 64 Mi float32: +10-15 %
+  /// (0.86 -> 0.95 of the stream for E4M3); 4 KiB ahead was slower than none; in-cache spans lose
+  /// about 2 %.
+  template <class In>
+  MINIFLOAT_INLINE_AVX512 static void prefetch_in(const In* x, std::size_t i) {
+    constexpr std::uintptr_t ahead = 1024;
+    const std::uintptr_t p = reinterpret_cast<std::uintptr_t>(x) + i * sizeof(In) + ahead;
+    for (std::size_t line = 0; line < 4 * lanes * sizeof(In); line += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(p + line), _MM_HINT_T0);
+  }
   MINIFLOAT_INLINE_AVX512 static void store_bytes_partial(void* out, std::size_t r, __m512i b) {
     _mm512_mask_storeu_epi8(out, first64(r), b);
   }

@@ -309,7 +309,8 @@ MINIFLOAT_LANES_INLINE typename O::v decode16_lanes(typename O::v c, typename O:
 // O also supplies: load<In>(p) / load_partial<In>(p, r) (float32 bits of In, r < lanes);
 // store_step<St>(out, c[4]) / store_step_partial<St>(out, r, c[4]) (r < step, FP4: the last high
 // nibble of an odd r stays 0); random (counter-based random_bits(seed, index + k) per vector:
-// random(seed, index), next()); f, fsplat, mulf, divf, as_f, as_v; finite_max(m, v); hmax(m).
+// random(seed, index), next()); f, fsplat, mulf, divf, as_f, as_v; hmax(m); optionally
+// prefetch_in(x, i) (called before each full step i of the encode loop).
 
 /// m = max(m, |v|) over the finite lanes of v (float32 bits; unsigned order = value order).
 template <class O>
@@ -366,7 +367,10 @@ MINIFLOAT_LANES_TARGET float encode_span(const In* x, std::size_t n, void* out, 
   typename O::random rng(seed, first_index);
   auto* o = static_cast<std::uint8_t*>(out);
   std::size_t i = 0;
-  for (; i + step <= n; i += step) encode_step<O, Enc, In, R, S, St, false>(x + i, step, o + out_bytes<St>(i), enc, sv, amax, rng);
+  for (; i + step <= n; i += step) {
+    if constexpr (requires { O::prefetch_in(x, i); }) O::prefetch_in(x, i);
+    encode_step<O, Enc, In, R, S, St, false>(x + i, step, o + out_bytes<St>(i), enc, sv, amax, rng);
+  }
   if (i < n) encode_step<O, Enc, In, R, S, St, true>(x + i, n - i, o + out_bytes<St>(i), enc, sv, amax, rng);
   return O::hmax(amax);
 }
