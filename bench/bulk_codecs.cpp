@@ -5,8 +5,11 @@
 //   baseline/stream_u8_to_f32      read 1 B, write 4 B, AVX2-vectorised
 //   baseline/plain_*               the same loops built for the TU's default target (SSE2)
 //   baseline/f16c_f32_to_f16       vcvtps2ph, 8 per instruction
-//   encode/<fmt>/{simd,scalar}     float32 -> codes, the format's default conversion
-//   decode/<fmt>/{simd,scalar}     codes -> float32
+//   encode/<fmt>/{simd,scalar}     float32 -> codes, the format's default conversion; simd is the
+//                                  best path of the machine (isa::automatic)
+//   encode/<fmt>/{avx2,avx512}     the same on one ISA path (skipped where the CPU lacks it), so
+//                                  old and new paths are compared in one run
+//   decode/<fmt>/{simd,scalar,avx2,avx512}   codes -> float32
 //   quantize_scaled/<fmt>          codes of x / s plus the finite amax, one pass
 //   mx_quantize/<fmt>, mx_dequantize/<fmt>   OCP MX, blocks of 32 along rows (axis 1)
 // Sizes: 64 Ki elements (in cache: L2) and 64 Mi elements (memory). "threads:2" rows split the
@@ -179,6 +182,10 @@ void baseline_f16c_f32_to_f16(benchmark::State& state) {
 
 template <class T>
 void encode_bench(benchmark::State& state, k::isa path, conversion c) {
+  if (!k::isa_available(path)) {
+    state.SkipWithError("ISA path not available on this CPU");
+    return;
+  }
   const std::size_t n = size_of(state);
   const std::span<const float> in(inputs().data(), n);
   std::vector<k::code_t<T>> out(n);
@@ -199,8 +206,24 @@ void encode_scalar(benchmark::State& state) {
   encode_bench<T>(state, k::isa::scalar, {});
 }
 template <class T>
+void encode_avx2(benchmark::State& state) {
+  encode_bench<T>(state, k::isa::avx2, {});
+}
+template <class T>
+void encode_avx512(benchmark::State& state) {
+  encode_bench<T>(state, k::isa::avx512, {});
+}
+template <class T>
 void encode_stochastic(benchmark::State& state) {
   encode_bench<T>(state, k::isa::automatic, {rounding::stochastic, overflow::non_saturating});
+}
+template <class T>
+void encode_stochastic_avx2(benchmark::State& state) {
+  encode_bench<T>(state, k::isa::avx2, {rounding::stochastic, overflow::non_saturating});
+}
+template <class T>
+void encode_stochastic_avx512(benchmark::State& state) {
+  encode_bench<T>(state, k::isa::avx512, {rounding::stochastic, overflow::non_saturating});
 }
 template <class T>
 void encode_stochastic_scalar(benchmark::State& state) {
@@ -244,6 +267,10 @@ std::vector<k::code_t<T>> codes_for(std::size_t n) {
 
 template <class T>
 void decode_bench(benchmark::State& state, k::isa path) {
+  if (!k::isa_available(path)) {
+    state.SkipWithError("ISA path not available on this CPU");
+    return;
+  }
   const std::size_t n = size_of(state);
   const auto codes = codes_for<T>(n);
   std::vector<float> out(n);
@@ -262,21 +289,46 @@ template <class T>
 void decode_scalar(benchmark::State& state) {
   decode_bench<T>(state, k::isa::scalar);
 }
+template <class T>
+void decode_avx2(benchmark::State& state) {
+  decode_bench<T>(state, k::isa::avx2);
+}
+template <class T>
+void decode_avx512(benchmark::State& state) {
+  decode_bench<T>(state, k::isa::avx512);
+}
 
 template <class T>
-void quantize_scaled_bench(benchmark::State& state) {
+void quantize_scaled_path(benchmark::State& state, k::isa path) {
+  if (!k::isa_available(path)) {
+    state.SkipWithError("ISA path not available on this CPU");
+    return;
+  }
   const std::size_t n = size_of(state);
   const std::span<const float> in(inputs().data(), n);
   std::vector<k::code_t<T>> out(n);
   const float scale = state.range(1) == 0 ? 0.25f : 3.0f;  // power of two (multiply) or not (divide)
   float amax = 0.0f;
   for (auto _ : state) {
-    if (k::quantize_scaled<T>(in, std::span<k::code_t<T>>(out), scale, amax) != k::kernel_status::ok)
+    if (k::quantize_scaled<T>(in, std::span<k::code_t<T>>(out), scale, amax, saturating, {.path = path}) !=
+        k::kernel_status::ok)
       state.SkipWithError("kernel failed");
     benchmark::DoNotOptimize(amax);
     benchmark::ClobberMemory();
   }
   finish(state, n, 4 + sizeof(k::code_t<T>));
+}
+template <class T>
+void quantize_scaled_bench(benchmark::State& state) {
+  quantize_scaled_path<T>(state, k::isa::automatic);
+}
+template <class T>
+void quantize_scaled_avx2(benchmark::State& state) {
+  quantize_scaled_path<T>(state, k::isa::avx2);
+}
+template <class T>
+void quantize_scaled_avx512(benchmark::State& state) {
+  quantize_scaled_path<T>(state, k::isa::avx512);
 }
 
 template <class Elem>
@@ -338,7 +390,11 @@ BENCHMARK(baseline_f16c_f32_to_f16)->Name("baseline/f16c_f32_to_f16")->Arg(k64K)
   BENCHMARK_TEMPLATE(encode_simd, T)->Name("encode/" #T "/simd")->Arg(k64K)->Arg(k64M)->UseRealTime();  \
   BENCHMARK_TEMPLATE(encode_scalar, T)->Name("encode/" #T "/scalar")->Arg(k64K)->UseRealTime();         \
   BENCHMARK_TEMPLATE(decode_simd, T)->Name("decode/" #T "/simd")->Arg(k64K)->Arg(k64M)->UseRealTime();  \
-  BENCHMARK_TEMPLATE(decode_scalar, T)->Name("decode/" #T "/scalar")->Arg(k64K)->UseRealTime();
+  BENCHMARK_TEMPLATE(decode_scalar, T)->Name("decode/" #T "/scalar")->Arg(k64K)->UseRealTime();         \
+  BENCHMARK_TEMPLATE(encode_avx2, T)->Name("encode/" #T "/avx2")->Arg(k64K)->Arg(k64M)->UseRealTime();  \
+  BENCHMARK_TEMPLATE(encode_avx512, T)->Name("encode/" #T "/avx512")->Arg(k64K)->Arg(k64M)->UseRealTime(); \
+  BENCHMARK_TEMPLATE(decode_avx2, T)->Name("decode/" #T "/avx2")->Arg(k64K)->Arg(k64M)->UseRealTime();  \
+  BENCHMARK_TEMPLATE(decode_avx512, T)->Name("decode/" #T "/avx512")->Arg(k64K)->Arg(k64M)->UseRealTime();
 MINIFLOAT_BENCH_CODEC(hifloat8)
 MINIFLOAT_BENCH_CODEC(float8_e4m3fn)
 MINIFLOAT_BENCH_CODEC(float8_e5m2)
@@ -357,6 +413,10 @@ BENCHMARK_TEMPLATE(encode_stochastic, hifloat8)->Name("encode_stochastic/hifloat
 BENCHMARK_TEMPLATE(encode_stochastic_scalar, hifloat8)->Name("encode_stochastic/hifloat8/scalar")->Arg(k64K)->UseRealTime();
 BENCHMARK_TEMPLATE(encode_stochastic, float8_e4m3fn)->Name("encode_stochastic/float8_e4m3fn/simd")->Arg(k64K)->UseRealTime();
 BENCHMARK_TEMPLATE(encode_stochastic_scalar, float8_e4m3fn)->Name("encode_stochastic/float8_e4m3fn/scalar")->Arg(k64K)->UseRealTime();
+BENCHMARK_TEMPLATE(encode_stochastic_avx2, hifloat8)->Name("encode_stochastic/hifloat8/avx2")->Arg(k64K)->UseRealTime();
+BENCHMARK_TEMPLATE(encode_stochastic_avx512, hifloat8)->Name("encode_stochastic/hifloat8/avx512")->Arg(k64K)->UseRealTime();
+BENCHMARK_TEMPLATE(encode_stochastic_avx2, float8_e4m3fn)->Name("encode_stochastic/float8_e4m3fn/avx2")->Arg(k64K)->UseRealTime();
+BENCHMARK_TEMPLATE(encode_stochastic_avx512, float8_e4m3fn)->Name("encode_stochastic/float8_e4m3fn/avx512")->Arg(k64K)->UseRealTime();
 
 BENCHMARK_TEMPLATE(encode_from, float8_e4m3fn, bfloat16)->Name("encode_from_bf16/float8_e4m3fn/simd")->Arg(k64K)->UseRealTime();
 BENCHMARK_TEMPLATE(encode_from, float8_e4m3fn, float16)->Name("encode_from_f16/float8_e4m3fn/simd")->Arg(k64K)->UseRealTime();
@@ -365,6 +425,10 @@ BENCHMARK_TEMPLATE(encode_from, hifloat8, bfloat16)->Name("encode_from_bf16/hifl
 BENCHMARK_TEMPLATE(quantize_scaled_bench, float8_e4m3fn)->Name("quantize_scaled/float8_e4m3fn/pow2")->Args({k64K, 0})->Args({k64M, 0})->UseRealTime();
 BENCHMARK_TEMPLATE(quantize_scaled_bench, float8_e4m3fn)->Name("quantize_scaled/float8_e4m3fn/div")->Args({k64K, 1})->Args({k64M, 1})->UseRealTime();
 BENCHMARK_TEMPLATE(quantize_scaled_bench, hifloat8)->Name("quantize_scaled/hifloat8/pow2")->Args({k64K, 0})->Args({k64M, 0})->UseRealTime();
+BENCHMARK_TEMPLATE(quantize_scaled_avx2, float8_e4m3fn)->Name("quantize_scaled/float8_e4m3fn/pow2/avx2")->Args({k64K, 0})->UseRealTime();
+BENCHMARK_TEMPLATE(quantize_scaled_avx512, float8_e4m3fn)->Name("quantize_scaled/float8_e4m3fn/pow2/avx512")->Args({k64K, 0})->UseRealTime();
+BENCHMARK_TEMPLATE(quantize_scaled_avx2, hifloat8)->Name("quantize_scaled/hifloat8/pow2/avx2")->Args({k64K, 0})->UseRealTime();
+BENCHMARK_TEMPLATE(quantize_scaled_avx512, hifloat8)->Name("quantize_scaled/hifloat8/pow2/avx512")->Args({k64K, 0})->UseRealTime();
 
 BENCHMARK_TEMPLATE(mx_quantize_bench, float8_e4m3fn)->Name("mx_quantize/float8_e4m3fn/simd")->Arg(k64K)->Arg(k64M)->UseRealTime();
 BENCHMARK_TEMPLATE(mx_quantize_bench, float4_e2m1fn)->Name("mx_quantize/float4_e2m1fn/simd")->Arg(k64K)->Arg(k64M)->UseRealTime();

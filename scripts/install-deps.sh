@@ -3,13 +3,16 @@
 # all present (so it is cheap to call from every script). Debian 12 (bookworm) package names.
 #   scripts/install-deps.sh           build + test deps
 #   scripts/install-deps.sh --fuzz    also clang + libFuzzer runtime (for the "fuzz" preset)
+#   scripts/install-deps.sh --neon    also the AArch64 cross compiler and qemu-user (the NEON
+#                                     path's equivalence tests, tests/simd_equivalence/neon_qemu.sh)
 set -euo pipefail
 
 packages=(cmake g++ make catch2 libfmt-dev libbenchmark-dev libopenblas-dev python3-numpy)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
-    -h|--help) sed -n '2,6p' "$0"; exit 0 ;;
+    --neon) packages+=(g++-aarch64-linux-gnu qemu-user) ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done

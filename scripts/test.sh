@@ -4,6 +4,9 @@
 #   2. release preset (-O3): build, ctest everything (unit, exhaustive, cli, examples, install)
 #   3. fuzz preset (clang, libFuzzer + ASan + UBSan): the .npy and .safetensors readers, 10^6
 #      inputs each from the seeds in fuzz/corpus/
+#   4. the NEON path: tests/simd_equivalence cross-compiled for AArch64 (-O2 -DNDEBUG: the full
+#      sweeps) and run under qemu-user (tests/simd_equivalence/neon_qemu.sh, about 1.5 min on an
+#      idle machine, mostly compiling; its test cases count into the summary)
 # Every step runs even after a failure; the script exits non-zero if any step failed.
 # The last line is the summed ctest result, "ctest: N passed, N failed".
 set -uo pipefail
@@ -12,7 +15,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 JOBS="${JOBS:-2}"
 LOG_DIR="build/logs"
 
-bash scripts/install-deps.sh --fuzz || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
+bash scripts/install-deps.sh --fuzz --neon || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
 mkdir -p "$LOG_DIR"
 
 failed_steps=()
@@ -64,9 +67,29 @@ preset_run() {
   step "ctest ${preset}" run_ctest "$preset" "$@"
 }
 
+# run_neon: the NEON equivalence tests under qemu, their Catch summary added to the totals
+run_neon() {
+  local log="${LOG_DIR}/neon-qemu.log"
+  bash tests/simd_equivalence/neon_qemu.sh build/neon-qemu -DNDEBUG 2>&1 | tee "$log"
+  local rc=${PIPESTATUS[0]}
+  # "All tests passed (N assertions in M test cases)" or "test cases: M | P passed | F failed"
+  local line
+  line=$(grep -E '^(All tests passed|test cases:)' "$log" | tail -n 1 || true)
+  if [[ "$line" =~ in\ ([0-9]+)\ test\ cases ]]; then
+    passed_total=$((passed_total + BASH_REMATCH[1]))
+  elif [[ "$line" =~ test\ cases:\ *([0-9]+)\ \|\ *([0-9]+)\ passed\ \|\ *([0-9]+)\ failed ]]; then
+    passed_total=$((passed_total + BASH_REMATCH[2]))
+    failed_total=$((failed_total + BASH_REMATCH[3]))
+  elif [ "$rc" -ne 0 ]; then
+    failed_total=$((failed_total + 1))   # did not build, or died before its summary
+  fi
+  return "$rc"
+}
+
 preset_run asan-ubsan
 preset_run release
 preset_run fuzz
+step "neon (qemu-user)" run_neon
 
 echo
 echo "=== summary"

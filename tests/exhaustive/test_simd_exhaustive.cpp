@@ -1,8 +1,11 @@
-// All 2^32 float32 bit patterns through the bulk encoder on the best ISA path of this machine
-// (AVX2 here), compared code for code with the scalar reference minifloat::encode<T>: every
-// format in its default conversion and saturating, and every deterministic rounding mode for
-// the 8-bit formats. Hidden ([.exhaustive]); run with
-//   minifloat_exhaustive "[simd]"
+// All 2^32 float32 bit patterns through the bulk encoder, compared code for code with the scalar
+// reference minifloat::encode<T>: every format in its default conversion and saturating, and
+// every deterministic rounding mode for the 8-bit formats. Each ISA path gets its own test cases:
+// "SIMD exhaustive: <format>" runs the AVX2 kernels (isa::avx2, which caps an AVX-512 machine at
+// AVX2; the best path elsewhere), "SIMD exhaustive avx512: <format>" the AVX-512 kernels (on a
+// machine without AVX-512 it says so and sweeps the best path again). Hidden ([.exhaustive]);
+// run with
+//   minifloat_exhaustive "[simd]"        (or "[avx512]" for the AVX-512 cases alone)
 //
 // A "fast scalar": calling encode<T> 2^32 times costs 10-40 s per sweep here, so the reference
 // is evaluated through its structure instead. For a fixed sign, encode<T> is a step function of
@@ -26,6 +29,7 @@
 #include <span>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include <minifloat/simd/bulk.hpp>
@@ -86,14 +90,22 @@ struct step_model {
   }
 };
 
+/// The path a sweep runs: `level` if this machine has it, else the best one it has.
+k::isa sweep_path(k::isa level) {
+  if (k::isa_available(level)) return level;
+  std::printf("SIMD exhaustive: this machine has no %s path; sweeping %s instead\n", std::string(k::to_string(level)).c_str(),
+              std::string(k::to_string(k::detected_isa())).c_str());
+  return k::detected_isa();
+}
+
 template <class T>
-void sweep(conversion c) {
+void sweep(conversion c, k::isa level) {
   using code_type = k::code_t<T>;
   const auto t_model = std::chrono::steady_clock::now();
   const step_model<T> half[2] = {step_model<T>(0U, c), step_model<T>(0x80000000U, c)};
   const std::chrono::duration<double> model_time = std::chrono::steady_clock::now() - t_model;
 
-  const k::isa path = k::detected_isa();
+  const k::isa path = sweep_path(level);
   constexpr std::uint64_t kChunk = std::uint64_t{1} << 16;  // 256 KiB of input: stays in L2
   constexpr std::uint64_t kChunks = (std::uint64_t{1} << 32) / kChunk;
   constexpr std::uint64_t kStride = 251;
@@ -194,43 +206,63 @@ constexpr bool kind_is_default(rounding r) {
 /// Default and saturating, plus every other deterministic rounding (non-saturating) and the
 /// NaN-to-zero policy.
 template <class T>
-void sweep_8bit_all_modes() {
-  sweep<T>(kDefault);
-  sweep<T>(kSaturating);
+void sweep_8bit_all_modes(k::isa level) {
+  sweep<T>(kDefault, level);
+  sweep<T>(kSaturating, level);
   for (const rounding r : {rounding::nearest_even, rounding::nearest_away, rounding::toward_zero, rounding::upward,
                            rounding::downward}) {
     if (kind_is_default<T>(r)) continue;
-    sweep<T>({r, overflow::non_saturating});
+    sweep<T>({r, overflow::non_saturating}, level);
   }
-  sweep<T>({rounding::nearest, overflow::saturate_nan_to_zero});
+  sweep<T>({rounding::nearest, overflow::saturate_nan_to_zero}, level);
+}
+
+/// The sweeps of one ISA level, format by format.
+template <class T>
+void sweep_format(k::isa level) {
+  if constexpr (T::spec::bits == 16 || std::is_same_v<T, float8_e8m0fnu>) {
+    sweep<T>(kDefault, level);
+    sweep<T>(kSaturating, level);
+  } else if constexpr (T::spec::bits == 8) {
+    sweep_8bit_all_modes<T>(level);
+  } else if constexpr (std::is_same_v<T, float4_e2m1fn>) {
+    sweep<T>(kDefault, level);
+    sweep<T>({rounding::upward, overflow::non_saturating}, level);
+  } else {
+    sweep<T>(kDefault, level);
+    sweep<T>({rounding::toward_zero, overflow::non_saturating}, level);
+  }
 }
 
 }  // namespace
 
-TEST_CASE("SIMD exhaustive: hifloat8", "[.exhaustive][simd]") { sweep_8bit_all_modes<hifloat8>(); }
-TEST_CASE("SIMD exhaustive: float8_e4m3fn", "[.exhaustive][simd]") { sweep_8bit_all_modes<float8_e4m3fn>(); }
-TEST_CASE("SIMD exhaustive: float8_e5m2", "[.exhaustive][simd]") { sweep_8bit_all_modes<float8_e5m2>(); }
-TEST_CASE("SIMD exhaustive: float6_e3m2fn", "[.exhaustive][simd]") {
-  sweep<float6_e3m2fn>(kDefault);
-  sweep<float6_e3m2fn>({rounding::toward_zero, overflow::non_saturating});
+// float8_e8m0fnu has 8 bits but is swept like the wide formats (two conversions).
+TEST_CASE("SIMD exhaustive: hifloat8", "[.exhaustive][simd]") { sweep_format<hifloat8>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive: float8_e4m3fn", "[.exhaustive][simd]") { sweep_format<float8_e4m3fn>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive: float8_e5m2", "[.exhaustive][simd]") { sweep_format<float8_e5m2>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive: float6_e3m2fn", "[.exhaustive][simd]") { sweep_format<float6_e3m2fn>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive: float6_e2m3fn", "[.exhaustive][simd]") { sweep_format<float6_e2m3fn>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive: float4_e2m1fn", "[.exhaustive][simd]") { sweep_format<float4_e2m1fn>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive: float8_e8m0fnu", "[.exhaustive][simd]") { sweep_format<float8_e8m0fnu>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive: bfloat16", "[.exhaustive][simd]") { sweep_format<bfloat16>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive: float16", "[.exhaustive][simd]") { sweep_format<float16>(k::isa::avx2); }
+
+TEST_CASE("SIMD exhaustive avx512: hifloat8", "[.exhaustive][simd][avx512]") { sweep_format<hifloat8>(k::isa::avx512); }
+TEST_CASE("SIMD exhaustive avx512: float8_e4m3fn", "[.exhaustive][simd][avx512]") {
+  sweep_format<float8_e4m3fn>(k::isa::avx512);
 }
-TEST_CASE("SIMD exhaustive: float6_e2m3fn", "[.exhaustive][simd]") {
-  sweep<float6_e2m3fn>(kDefault);
-  sweep<float6_e2m3fn>({rounding::toward_zero, overflow::non_saturating});
+TEST_CASE("SIMD exhaustive avx512: float8_e5m2", "[.exhaustive][simd][avx512]") { sweep_format<float8_e5m2>(k::isa::avx512); }
+TEST_CASE("SIMD exhaustive avx512: float6_e3m2fn", "[.exhaustive][simd][avx512]") {
+  sweep_format<float6_e3m2fn>(k::isa::avx512);
 }
-TEST_CASE("SIMD exhaustive: float4_e2m1fn", "[.exhaustive][simd]") {
-  sweep<float4_e2m1fn>(kDefault);
-  sweep<float4_e2m1fn>({rounding::upward, overflow::non_saturating});
+TEST_CASE("SIMD exhaustive avx512: float6_e2m3fn", "[.exhaustive][simd][avx512]") {
+  sweep_format<float6_e2m3fn>(k::isa::avx512);
 }
-TEST_CASE("SIMD exhaustive: float8_e8m0fnu", "[.exhaustive][simd]") {
-  sweep<float8_e8m0fnu>(kDefault);
-  sweep<float8_e8m0fnu>(kSaturating);
+TEST_CASE("SIMD exhaustive avx512: float4_e2m1fn", "[.exhaustive][simd][avx512]") {
+  sweep_format<float4_e2m1fn>(k::isa::avx512);
 }
-TEST_CASE("SIMD exhaustive: bfloat16", "[.exhaustive][simd]") {
-  sweep<bfloat16>(kDefault);
-  sweep<bfloat16>(kSaturating);
+TEST_CASE("SIMD exhaustive avx512: float8_e8m0fnu", "[.exhaustive][simd][avx512]") {
+  sweep_format<float8_e8m0fnu>(k::isa::avx512);
 }
-TEST_CASE("SIMD exhaustive: float16", "[.exhaustive][simd]") {
-  sweep<float16>(kDefault);
-  sweep<float16>(kSaturating);
-}
+TEST_CASE("SIMD exhaustive avx512: bfloat16", "[.exhaustive][simd][avx512]") { sweep_format<bfloat16>(k::isa::avx512); }
+TEST_CASE("SIMD exhaustive avx512: float16", "[.exhaustive][simd][avx512]") { sweep_format<float16>(k::isa::avx512); }

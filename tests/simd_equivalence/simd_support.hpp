@@ -24,7 +24,8 @@ inline constexpr bool kFull = true;
 inline constexpr bool kFull = false;
 #endif
 
-/// Every path this process can run (the SIMD ones first); scalar is always last.
+/// Every path this process can run (the SIMD ones first, widest first); scalar is always last.
+/// isa::avx2 runs the AVX2 kernels on an AVX-512 machine too (levels cap, simd/isa.hpp).
 inline std::vector<k::isa> paths() {
   std::vector<k::isa> p;
   if (k::isa_available(k::isa::avx512)) p.push_back(k::isa::avx512);

@@ -206,11 +206,42 @@ TEST_CASE("bulk kernels report bad arguments instead of touching memory", "[simd
   CHECK_THROWS_AS(k::check(k::kernel_status::size_mismatch, "test"), shape_error);
   CHECK_THROWS_AS(k::check(k::kernel_status::unsupported_isa, "test"), unsupported_error);
   CHECK_NOTHROW(k::check(k::kernel_status::ok, "test"));
-  if (!k::isa_available(k::isa::avx2)) {
-    std::vector<std::uint8_t> o2(10);
-    CHECK(k::encode<float8_e4m3fn>(std::span<const float>(x), std::span<std::uint8_t>(o2), {}, {.path = k::isa::avx2}) ==
+  for (const k::isa level : {k::isa::avx2, k::isa::avx512, k::isa::neon}) {
+    if (k::isa_available(level)) continue;
+    std::vector<std::uint8_t> o2(10, 0xA5);
+    CHECK(k::encode<float8_e4m3fn>(std::span<const float>(x), std::span<std::uint8_t>(o2), {}, {.path = level}) ==
           k::kernel_status::unsupported_isa);
+    CHECK(o2 == std::vector<std::uint8_t>(10, 0xA5));
   }
   CHECK(k::isa_available(k::isa::scalar));
   CHECK(k::detected_isa() != k::isa::automatic);
+}
+
+TEMPLATE_LIST_TEST_CASE("bulk stochastic encode with several seeds and start indices", "[simd][encode][stochastic]",
+                        all_formats) {
+  using T = TestType;
+  simd_test::input_source src(77);
+  const auto x = src.floats(300);
+  const std::uint64_t seeds[] = {0, 1, 0xDEADBEEFCAFEF00DULL, ~std::uint64_t{0}};
+  const std::uint64_t starts[] = {0, 1, 63, (std::uint64_t{1} << 40) + 5, ~std::uint64_t{0} - 100};
+  for (const overflow o : simd_test::kOverflows)
+    for (const std::uint64_t seed : seeds)
+      for (const std::uint64_t first : starts) {
+        const conversion c{rounding::stochastic, o};
+        std::vector<k::code_t<T>> want(x.size());
+        for (std::size_t i = 0; i < x.size(); ++i) want[i] = encode<T>(x[i], c, random_bits(seed, first + i));
+        for (const k::isa path : simd_test::paths()) {
+          for (const std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{17}, std::size_t{64}, std::size_t{65},
+                                      std::size_t{200}, std::size_t{300}}) {
+            std::vector<k::code_t<T>> out(n);
+            REQUIRE(k::encode<T>(std::span<const float>(x.data(), n), std::span<k::code_t<T>>(out), c,
+                                 {.path = path, .seed = seed, .first_index = first}) == k::kernel_status::ok);
+            for (std::size_t i = 0; i < n; ++i)
+              if (out[i] != want[i])
+                FAIL(format_name<T> << " seed " << seed << " first " << first << " n = " << n << " i = " << i << " on "
+                                    << simd_test::name(path) << ": expected " << static_cast<unsigned>(want[i]) << ", got "
+                                    << static_cast<unsigned>(out[i]));
+          }
+        }
+      }
 }

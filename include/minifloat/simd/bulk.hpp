@@ -21,16 +21,20 @@
 // (FP4 packed: (n + 1) / 2 bytes), unsupported_isa for a forced path the CPU lacks. Outputs are
 // untouched unless the status is ok. simd::check(status, "who") throws instead.
 //
-// ISA paths (dispatch.hpp): simd::scalar (scalar, the ground truth), simd::avx2
-// (AVX2 + FMA + F16C; chosen at run time, or statically with -mavx2 -mfma -mf16c) and
-// simd::neon (AArch64, static). bulk_options::path forces one.
+// ISA paths (docs/simd.md): simd::scalar (the ground truth), simd::avx2 (AVX2 + FMA + F16C;
+// chosen at run time, or statically with -mavx2 -mfma -mf16c), simd::avx512 (the avx512 level
+// of isa.hpp, chosen at run time) and simd::neon (AArch64, static). bulk_options::path caps the
+// level (isa::avx2 runs the AVX2 kernels on an AVX-512 CPU).
 //
-// Floating-point environment: encode/decode use integer arithmetic only, so they do not depend
-// on the rounding mode or FTZ/DAZ. The scaled functions divide (or multiply by an exact
-// reciprocal) in float32 exactly as the scalar reference does, so they agree under any rounding
-// mode. Under DAZ (-ffast-math on x86) the scalar reference itself changes: widening a float32
-// subnormal to double reads it as zero, while the kernels encode its bits, so the paths can
-// differ on subnormal inputs there. In the default environment every path is bit-identical.
+// Floating-point environment: encode/decode use integer arithmetic, plus on the AVX-512 path a
+// float32 add with embedded rounding ({rn-sae}) for ties-to-even into the formats of at most 8
+// bits, so they do not depend on the rounding mode; FTZ/DAZ do not matter either (DAZ zeroes only
+// float32 subnormal inputs, which round to zero in those formats). The scaled functions divide
+// (or multiply by an exact reciprocal) in float32 exactly as the scalar reference does, so they
+// agree under any rounding mode. Under DAZ (-ffast-math on x86) the scalar reference itself
+// changes: widening a float32 subnormal to double reads it as zero, while the integer kernels
+// encode its bits, so the paths can differ on subnormal inputs there (bf16, fp16 and directed
+// modes). In the default environment every path is bit-identical.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -45,6 +49,7 @@
 #include "scalar/codec.hpp"
 #if MINIFLOAT_SIMD_X86
 #include "avx2/codec.hpp"
+#include "avx512/codec.hpp"
 #endif
 #if MINIFLOAT_SIMD_NEON
 #include "neon/codec.hpp"
@@ -65,10 +70,13 @@ using code_t = typename T::storage_type;
 namespace simd_ns = avx2;
 #elif MINIFLOAT_SIMD_NEON
 namespace simd_ns = neon;
+// simd/mx.hpp still names the scalar twins by their former namespace on this target.
+namespace reference = scalar;
 #endif
 
-/// Runs scalar_call (simd::scalar) or simd_call (simd::simd_ns) for the path `path`
-/// resolves to, or returns unsupported_isa. Without a SIMD namespace simd_call is dropped unparsed.
+/// Runs scalar_call (simd::scalar) or simd_call (simd::simd_ns) for the path `path` resolves
+/// to, or returns unsupported_isa; isa::avx512 runs simd_call (AVX2). For kernels that have no
+/// AVX-512 path (simd/mx.hpp). Without a SIMD namespace simd_call is dropped unparsed.
 #if MINIFLOAT_SIMD_X86 || MINIFLOAT_SIMD_NEON
 #define MINIFLOAT_SIMD_DISPATCH(path, scalar_call, simd_call)            \
   switch (::minifloat::simd::detail::resolve(path)) {                     \
@@ -86,15 +94,33 @@ namespace simd_ns = neon;
   }
 #endif
 
+/// The bulk codecs' dispatch: `assign` (empty, or e.g. `amax =`) followed by the call, made in
+/// the namespace of the path `path` resolves to (scalar::, avx2::, avx512::, neon::), or
+/// unsupported_isa. Every level has its own kernels, so isa::avx2 runs AVX2 on an AVX-512 CPU.
+#if MINIFLOAT_SIMD_X86
+#define MINIFLOAT_BULK_ISA_CASES_(assign, ...)                                                 \
+  case ::minifloat::simd::isa::avx2: assign ::minifloat::simd::avx2::__VA_ARGS__; break;       \
+  case ::minifloat::simd::isa::avx512: assign ::minifloat::simd::avx512::__VA_ARGS__; break;
+#elif MINIFLOAT_SIMD_NEON
+#define MINIFLOAT_BULK_ISA_CASES_(assign, ...) \
+  case ::minifloat::simd::isa::neon: assign ::minifloat::simd::neon::__VA_ARGS__; break;
+#else
+#define MINIFLOAT_BULK_ISA_CASES_(assign, ...)
+#endif
+#define MINIFLOAT_BULK_DISPATCH(path, assign, ...)                                           \
+  switch (::minifloat::simd::detail::resolve(path)) {                                         \
+    case ::minifloat::simd::isa::scalar: assign ::minifloat::simd::scalar::__VA_ARGS__; break; \
+    MINIFLOAT_BULK_ISA_CASES_(assign, __VA_ARGS__)                                            \
+    default: return ::minifloat::simd::kernel_status::unsupported_isa;                       \
+  }
+
 namespace detail {
 
 template <class T, class In>
 kernel_status encode_impl(std::span<const In> x, std::span<code_t<T>> out, conversion c, const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size()) || bad_span(out.data(), out.size())) return kernel_status::null_pointer;
   if (out.size() != x.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_SIMD_DISPATCH(o.path,
-                             scalar::encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index),
-                             simd_ns::encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index))
+  MINIFLOAT_BULK_DISPATCH(o.path, , encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index))
   return kernel_status::ok;
 }
 
@@ -103,9 +129,7 @@ kernel_status encode_fp4_packed_impl(std::span<const In> x, std::span<std::uint8
                                      const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size()) || bad_span(packed.data(), packed.size())) return kernel_status::null_pointer;
   if (packed.size() != (x.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_SIMD_DISPATCH(o.path,
-                             scalar::encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index),
-                             simd_ns::encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index))
+  MINIFLOAT_BULK_DISPATCH(o.path, , encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index))
   return kernel_status::ok;
 }
 
@@ -114,9 +138,7 @@ kernel_status quantize_scaled_impl(std::span<const In> x, std::span<code_t<T>> o
                                    conversion c, const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size()) || bad_span(out.data(), out.size())) return kernel_status::null_pointer;
   if (out.size() != x.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_SIMD_DISPATCH(
-      o.path, amax = scalar::encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index),
-      amax = simd_ns::encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index))
+  MINIFLOAT_BULK_DISPATCH(o.path, amax =, encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index))
   return kernel_status::ok;
 }
 
@@ -125,18 +147,14 @@ kernel_status quantize_scaled_fp4_packed_impl(std::span<const In> x, std::span<s
                                               float& amax, conversion c, const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size()) || bad_span(packed.data(), packed.size())) return kernel_status::null_pointer;
   if (packed.size() != (x.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_SIMD_DISPATCH(
-      o.path,
-      amax = scalar::encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index),
-      amax = simd_ns::encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index))
+  MINIFLOAT_BULK_DISPATCH(o.path, amax =, encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index))
   return kernel_status::ok;
 }
 
 template <class In>
 kernel_status finite_amax_impl(std::span<const In> x, float& amax, const bulk_options& o) noexcept {
   if (bad_span(x.data(), x.size())) return kernel_status::null_pointer;
-  MINIFLOAT_SIMD_DISPATCH(o.path, amax = scalar::finite_amax(x.data(), x.size()),
-                             amax = simd_ns::finite_amax(x.data(), x.size()))
+  MINIFLOAT_BULK_DISPATCH(o.path, amax =, finite_amax(x.data(), x.size()))
   return kernel_status::ok;
 }
 
@@ -182,8 +200,7 @@ template <class T>
   if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(out.data(), out.size()))
     return kernel_status::null_pointer;
   if (out.size() != codes.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_SIMD_DISPATCH(o.path, scalar::decode<T>(codes.data(), codes.size(), out.data()),
-                             simd_ns::decode<T>(codes.data(), codes.size(), out.data()))
+  MINIFLOAT_BULK_DISPATCH(o.path, , decode<T>(codes.data(), codes.size(), out.data()))
   return kernel_status::ok;
 }
 
@@ -193,8 +210,7 @@ template <class T>
   if (detail::bad_span(packed.data(), packed.size()) || detail::bad_span(out.data(), out.size()))
     return kernel_status::null_pointer;
   if (packed.size() != (out.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_SIMD_DISPATCH(o.path, scalar::decode_fp4_packed(packed.data(), out.size(), out.data()),
-                             simd_ns::decode_fp4_packed(packed.data(), out.size(), out.data()))
+  MINIFLOAT_BULK_DISPATCH(o.path, , decode_fp4_packed(packed.data(), out.size(), out.data()))
   return kernel_status::ok;
 }
 
@@ -246,8 +262,7 @@ template <class T>
   if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(out.data(), out.size()))
     return kernel_status::null_pointer;
   if (out.size() != codes.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_SIMD_DISPATCH(o.path, scalar::decode_scaled<T>(codes.data(), codes.size(), out.data(), scale),
-                             simd_ns::decode_scaled<T>(codes.data(), codes.size(), out.data(), scale))
+  MINIFLOAT_BULK_DISPATCH(o.path, , decode_scaled<T>(codes.data(), codes.size(), out.data(), scale))
   return kernel_status::ok;
 }
 
@@ -257,9 +272,7 @@ template <class T>
   if (detail::bad_span(packed.data(), packed.size()) || detail::bad_span(out.data(), out.size()))
     return kernel_status::null_pointer;
   if (packed.size() != (out.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_SIMD_DISPATCH(o.path,
-                             scalar::decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale),
-                             simd_ns::decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale))
+  MINIFLOAT_BULK_DISPATCH(o.path, , decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale))
   return kernel_status::ok;
 }
 
@@ -285,8 +298,7 @@ template <class T>
   if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(packed.data(), packed.size()))
     return kernel_status::null_pointer;
   if (packed.size() != (codes.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_SIMD_DISPATCH(o.path, scalar::pack_nibbles(codes.data(), codes.size(), packed.data()),
-                             simd_ns::pack_nibbles(codes.data(), codes.size(), packed.data()))
+  MINIFLOAT_BULK_DISPATCH(o.path, , pack_nibbles(codes.data(), codes.size(), packed.data()))
   return kernel_status::ok;
 }
 
@@ -296,8 +308,7 @@ template <class T>
   if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(packed.data(), packed.size()))
     return kernel_status::null_pointer;
   if (packed.size() != (codes.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_SIMD_DISPATCH(o.path, scalar::unpack_nibbles(packed.data(), codes.size(), codes.data()),
-                             simd_ns::unpack_nibbles(packed.data(), codes.size(), codes.data()))
+  MINIFLOAT_BULK_DISPATCH(o.path, , unpack_nibbles(packed.data(), codes.size(), codes.data()))
   return kernel_status::ok;
 }
 
