@@ -70,8 +70,6 @@ using code_t = typename T::storage_type;
 namespace simd_ns = avx2;
 #elif MINIFLOAT_SIMD_NEON
 namespace simd_ns = neon;
-// simd/mx.hpp still names the scalar twins by their former namespace on this target.
-namespace reference = scalar;
 #endif
 
 /// Runs scalar_call (simd::scalar) or simd_call (simd::simd_ns) for the path `path` resolves
