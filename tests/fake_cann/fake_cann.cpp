@@ -256,7 +256,6 @@ std::optional<int> injected(entry& e) {
 
 constexpr int param_nullptr = 161001;  // ACLNN_ERR_PARAM_NULLPTR
 constexpr int param_invalid = 161002;  // ACLNN_ERR_PARAM_INVALID
-constexpr int runtime_error = 361001;  // ACLNN_ERR_RUNTIME_ERROR
 constexpr int rt_failure = 507011;     // the fake's "task failed on the stream"
 
 // --- tensor snapshots for the deferred compute -------------------------------------------------------

@@ -462,6 +462,16 @@ inline void check_gemm_out(std::string_view who, const tensor_view& out, std::in
   }
 }
 
+/// B's n, from its stored last two dims ((k, n) for kn, (n, k) for nk), after checking that its k is A's.
+inline std::int64_t check_shared_k(std::string_view who, const quantized_view& a, const quantized_view& b, gemm_layout layout) {
+  const bool kn = layout == gemm_layout::kn, grouped = b.codes.rank == 3;
+  if ((kn ? b.codes.dim(-2) : b.codes.dim(-1)) != a.codes.dim(1))
+    fail(who, "A is " + a.codes.describe() + (grouped ? " (M, K)" : " (m, k)") + " but B stored " +
+                  (kn ? (grouped ? "(g, K, N)" : "(k, n)") : (grouped ? "(g, N, K)" : "(n, k)")) + " is " +
+                  b.codes.describe() + ": " + (grouped ? "K" : "k") + " must agree");
+  return kn ? b.codes.dim(-1) : b.codes.dim(-2);
+}
+
 /// GEMM shapes after checking A, B, bias and out: (m, n, k).
 struct gemm_problem {
   std::int64_t m = 0, n = 0, k = 0;
@@ -474,13 +484,7 @@ inline gemm_problem check_gemm(std::string_view who, const quantized_view& a, co
   if (a.codes.rank != 2) fail(who, "A must be 2-D (m, k), got " + a.codes.describe());
   if (b.codes.rank != 2) fail(who, "B must be 2-D, got " + b.codes.describe());
   gemm_problem p;
-  p.m = a.codes.dim(0), p.k = a.codes.dim(1);
-  const bool kn = layout == gemm_layout::kn;
-  const std::int64_t bk = kn ? b.codes.dim(0) : b.codes.dim(1);
-  p.n = kn ? b.codes.dim(1) : b.codes.dim(0);
-  if (bk != p.k)
-    fail(who, "A is " + a.codes.describe() + " (m, k) but B stored " + (kn ? "(k, n)" : "(n, k)") + " is " +
-                  b.codes.describe() + ": k must agree");
+  p.m = a.codes.dim(0), p.k = a.codes.dim(1), p.n = check_shared_k(who, a, b, layout);
   const std::int64_t bias_dims[] = {p.n};
   check_gemm_out(who, out, p.m, p.n, bias, bias_dims, where);
   return p;
@@ -530,13 +534,7 @@ inline grouped_problem check_grouped_gemm(std::string_view who, const quantized_
     require_type(who, "B scales", b.scales, float32);
     require_numel(who, "B scales", b.scales, s.count * s.scale_count(), "g x the " + grid_why(b.scheme, s));
   }
-  p.m = a.codes.dim(0), p.k = a.codes.dim(1);
-  const bool kn = layout == gemm_layout::kn;
-  const std::int64_t bk = kn ? b.codes.dim(1) : b.codes.dim(2);
-  p.n = kn ? b.codes.dim(2) : b.codes.dim(1);
-  if (bk != p.k)
-    fail(who, "A is " + a.codes.describe() + " (M, K) but B stored " + (kn ? "(g, K, N)" : "(g, N, K)") + " is " +
-                  b.codes.describe() + ": K must agree");
+  p.m = a.codes.dim(0), p.k = a.codes.dim(1), p.n = check_shared_k(who, a, b, layout);
   require_tensor(who, "group_sizes", group_sizes, group_sizes_where);
   require_type(who, "group_sizes", group_sizes, int64);
   require_shape(who, "group_sizes", group_sizes, {p.groups}, "one token count per group");

@@ -58,6 +58,13 @@ class dense_f32 {
     copy_ = minifloat::dequantize(q);
     view_ = copy_;
   }
+  // view_ may point into copy_: a moved vector keeps its buffer, a copied one would not.
+  dense_f32(const dense_f32&) = delete;
+  dense_f32& operator=(const dense_f32&) = delete;
+  dense_f32(dense_f32&&) noexcept = default;
+  dense_f32& operator=(dense_f32&&) noexcept = default;
+  ~dense_f32() = default;
+
   [[nodiscard]] std::span<const float> span() const noexcept { return view_; }
   /// Slab `slab` of the layout as the library's matrix.
   [[nodiscard]] matrix_view<const float> matrix(std::size_t slab, const slab_layout& l) const {
@@ -175,9 +182,7 @@ class cpu_backend final : public backend_interface {
     constexpr std::string_view who = "cpu quantize_with_scales";
     const auto l = detail::check_quantize(who, x, y, host, host);
     require(request::for_quantize_with_scales(x.type, y.scheme));
-    const detail::cpu::dense_f32 xs(x);
-    const auto q = minifloat::quantize_with_scales(xs.matrix(0, l), y.scheme, detail::cpu::floats_of(y.scales));
-    detail::cpu::put(y.codes, 0, q.codes());
+    (void)encode_with_scales(x, y, l);
   }
 
   void quantize_with_amax(const tensor_view& x, const quantized_view& y, const tensor_view& amax_out) override {
@@ -185,9 +190,7 @@ class cpu_backend final : public backend_interface {
     const auto l = detail::check_quantize(who, x, y, host, host);
     detail::check_amax_out(who, amax_out, x, host);
     require(request::for_quantize_with_amax(x.type, y.scheme));
-    const detail::cpu::dense_f32 xs(x);
-    const auto q = minifloat::quantize_with_scales(xs.matrix(0, l), y.scheme, detail::cpu::floats_of(y.scales));
-    detail::cpu::put(y.codes, 0, q.codes());
+    const detail::cpu::dense_f32 xs = encode_with_scales(x, y, l);
     detail::cpu::store_float(amax_out.data, amax_out.type, finite_amax(xs.span()));
   }
 
@@ -262,6 +265,13 @@ class cpu_backend final : public backend_interface {
   void synchronize() override {}
 
  private:
+  /// quantize_with_scales after the checks; returns x as float32 (for quantize_with_amax's amax).
+  static detail::cpu::dense_f32 encode_with_scales(const tensor_view& x, const quantized_view& y, const detail::slab_layout& l) {
+    detail::cpu::dense_f32 xs(x);
+    detail::cpu::put(y.codes, 0, minifloat::quantize_with_scales(xs.matrix(0, l), y.scheme, detail::cpu::floats_of(y.scales)).codes());
+    return xs;
+  }
+
   static bias_term bias_of(const tensor_view& bias) noexcept { return bias.is_none() ? bias_term::none : bias_term::present; }
 
   [[nodiscard]] static support supports_gemm(const request& r) {

@@ -39,9 +39,7 @@
 // Tensor placement: data tensors live on this backend's device (tensor_view::where ==
 // ascend(index)); the static scales of quantize_with_scales / quantize_with_amax live on the HOST
 // (the shim inverts them there); group_sizes may live on either.
-#if !defined(MINIFLOAT_WITH_CANN)
-#error "minifloat/backend/ascend/ needs the CANN toolkit: configure with -DMINIFLOAT_WITH_CANN=ON and link minifloat::ascend"
-#endif
+#include "acl_types.hpp"  // first: it refuses to compile without MINIFLOAT_WITH_CANN
 
 #include <acl/acl.h>
 #include <aclnnop/aclnn_ascend_quant_v3.h>
@@ -70,7 +68,6 @@
 #include "../../quant/matrix_view.hpp"
 #include "../../quant/quantized_tensor.hpp"
 #include "../backend.hpp"
-#include "acl_types.hpp"
 
 namespace minifloat::backend::ascend {
 
