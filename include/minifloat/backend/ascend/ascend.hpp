@@ -28,8 +28,8 @@
 // workspace size and a fresh executor), then Xxx(workspace, size, executor, stream) exactly once per
 // executor. Workspaces come from a per-backend, stream-ordered pool: the buffer is reused by later
 // operators on the same stream (stream order makes that safe) and a buffer that is outgrown, like
-// every temporary the shim uploads (1 / s, group sizes, the Cast output of dequantize), is freed only
-// after synchronize() has waited for the stream. aclTensor / aclTensorList descriptors are RAII
+// every temporary the shim makes (1 / s, group sizes, the Cast output of dequantize, paired MX
+// scales), is freed only after synchronize() has waited for the stream. aclTensor / aclTensorList descriptors are RAII
 // (aclDestroyTensor / aclDestroyTensorList; a list owns its tensors). Every status other than 0
 // becomes backend_error carrying the API name, the status and aclGetRecentErrMsg(). Operations are
 // asynchronous: results are visible after synchronize().
