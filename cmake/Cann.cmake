@@ -49,6 +49,15 @@ foreach(_var IN ITEMS MINIFLOAT_CANN_INCLUDE_DIR MINIFLOAT_CANN_ACLNNOP_DIR MINI
     list(APPEND _mf_cann_missing "${_var}")
   endif()
 endforeach()
+# Every operator header the shim includes must sit next to aclnn_quant_matmul_v5.h.
+if(MINIFLOAT_CANN_ACLNNOP_DIR)
+  foreach(_hdr IN ITEMS aclnn_ascend_quant_v3.h aclnn_cast.h aclnn_copy.h aclnn_dynamic_mx_quant_v3.h
+                        aclnn_dynamic_quant_v4.h aclnn_grouped_matmul_v4.h aclnn_mul.h aclnn_quant_max.h)
+    if(NOT EXISTS "${MINIFLOAT_CANN_ACLNNOP_DIR}/aclnnop/${_hdr}")
+      list(APPEND _mf_cann_missing "${MINIFLOAT_CANN_ACLNNOP_DIR}/aclnnop/${_hdr}")
+    endif()
+  endforeach()
+endif()
 # Per-repo op libraries (opapi_nn + opapi_math) preferred; the deprecated monolithic opapi otherwise.
 if(MINIFLOAT_CANN_OPAPI_NN_LIBRARY AND MINIFLOAT_CANN_OPAPI_MATH_LIBRARY)
   set(_mf_cann_op_libs "${MINIFLOAT_CANN_OPAPI_NN_LIBRARY}" "${MINIFLOAT_CANN_OPAPI_MATH_LIBRARY}")

@@ -6,6 +6,7 @@
 #include <acl/acl.h>
 #include <aclnnop/aclnn_ascend_quant_v3.h>
 #include <aclnnop/aclnn_cast.h>
+#include <aclnnop/aclnn_copy.h>
 #include <aclnnop/aclnn_dynamic_mx_quant_v3.h>
 #include <aclnnop/aclnn_dynamic_quant_v4.h>
 #include <aclnnop/aclnn_grouped_matmul_v4.h>
@@ -99,22 +100,26 @@ void violation(std::string what) { w().violations.push_back(std::move(what)); }
 
 // --- dtypes (the fake's own table, written from docs/formats/ascend.md#data-types, independent of the shim's) ----
 
-std::optional<be::dtype> to_backend(aclDataType t) {
+using minifloat::format_id;
+
+std::optional<be::element_type> to_backend(aclDataType t) {
   switch (t) {
-    case ACL_FLOAT: return be::dtype::float32;
-    case ACL_FLOAT16: return be::dtype::float16;
-    case ACL_BF16: return be::dtype::bfloat16;
-    case ACL_INT64: return be::dtype::int64;
-    case ACL_HIFLOAT8: return be::dtype::hifloat8;
-    case ACL_FLOAT8_E5M2: return be::dtype::float8_e5m2;
-    case ACL_FLOAT8_E4M3FN: return be::dtype::float8_e4m3fn;
-    case ACL_FLOAT8_E8M0: return be::dtype::float8_e8m0fnu;
-    case ACL_FLOAT6_E3M2: return be::dtype::float6_e3m2fn;
-    case ACL_FLOAT6_E2M3: return be::dtype::float6_e2m3fn;
-    case ACL_FLOAT4_E2M1: return be::dtype::float4_e2m1fn_x2;
+    case ACL_FLOAT: return be::float32;
+    case ACL_FLOAT16: return format_id::float16;
+    case ACL_BF16: return format_id::bfloat16;
+    case ACL_INT64: return be::int64;
+    case ACL_HIFLOAT8: return format_id::hifloat8;
+    case ACL_FLOAT8_E5M2: return format_id::float8_e5m2;
+    case ACL_FLOAT8_E4M3FN: return format_id::float8_e4m3fn;
+    case ACL_FLOAT8_E8M0: return format_id::float8_e8m0fnu;
+    case ACL_FLOAT6_E3M2: return format_id::float6_e3m2fn;
+    case ACL_FLOAT6_E2M3: return format_id::float6_e2m3fn;
+    case ACL_FLOAT4_E2M1: return format_id::float4_e2m1fn;
     default: return std::nullopt;
   }
 }
+
+format_id format_of(aclDataType t) { return *to_backend(t)->format(); }
 
 /// Storage bits of an aclDataType (FP4 types: 4 bits in element units).
 int bits_of(aclDataType t) {
@@ -251,7 +256,6 @@ std::optional<int> injected(entry& e) {
 
 constexpr int param_nullptr = 161001;  // ACLNN_ERR_PARAM_NULLPTR
 constexpr int param_invalid = 161002;  // ACLNN_ERR_PARAM_INVALID
-constexpr int runtime_error = 361001;  // ACLNN_ERR_RUNTIME_ERROR
 constexpr int rt_failure = 507011;     // the fake's "task failed on the stream"
 
 // --- tensor snapshots for the deferred compute -------------------------------------------------------
@@ -398,7 +402,7 @@ std::string multiply_quantize(const snap& x, const snap& scale, const snap& y, i
   std::int64_t inner = 1;
   for (std::size_t d = static_cast<std::size_t>(axis) + 1; d < x.dims.size(); ++d) inner *= x.dims[d];
   auto* out = static_cast<std::uint8_t*>(y.data);
-  minifloat::visit_format(*be::format_of(*to_backend(y.dtype)), [&](auto tag) {
+  minifloat::visit_format(format_of(y.dtype), [&](auto tag) {
     using Elem = typename decltype(tag)::type;
     if constexpr (minifloat::sizeof_bits<Elem> == 8) {
       for (std::int64_t i = 0; i < n; ++i) {
@@ -444,6 +448,49 @@ bool is_q8(aclDataType t) { return t == ACL_HIFLOAT8 || t == ACL_FLOAT8_E5M2 || 
 bool is_fp8(aclDataType t) { return t == ACL_FLOAT8_E5M2 || t == ACL_FLOAT8_E4M3FN; }
 bool is_float_in(aclDataType t) { return t == ACL_FLOAT || t == ACL_FLOAT16 || t == ACL_BF16; }
 std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
+
+/// The library scheme an operator argument means (rule none: its scales are given or are outputs
+/// the CPU backend is told how to make).
+minifloat::quant_scheme scheme_of(format_id f, minifloat::granularity g, std::size_t br = 1, std::size_t bc = 128,
+                                  minifloat::scale_rule rule = minifloat::scale_rule::none) {
+  minifloat::quant_scheme s;
+  s.format = f, s.gran = g, s.block_rows = br, s.block_cols = bc, s.rule = rule;
+  return s;
+}
+minifloat::quant_scheme mx_scheme_of(format_id f, int axis, minifloat::scale_rule rule = minifloat::scale_rule::floor) {
+  minifloat::quant_scheme s = minifloat::quant_scheme::make(f, minifloat::granularity::mx);
+  s.axis = axis, s.rule = rule;
+  if (axis == 0) s.block_rows = 32, s.block_cols = 1;
+  return s;
+}
+
+/// The fake's own reading of the CANN paired layout: the library's mx_scales_from_cann, slab by slab
+/// (it rejects a pad byte other than 0). `slabs` slabs of a rows x cols tensor blocked along axis.
+std::vector<std::uint8_t> plain_from_paired(const void* paired, std::size_t slabs, std::size_t rows, std::size_t cols, int axis) {
+  const auto cs = minifloat::mx_cann_scale_shape(rows, cols, axis);
+  const std::size_t slab = cs[0] * cs[1] * cs[2];
+  std::vector<std::uint8_t> plain;
+  for (std::size_t b = 0; b < slabs; ++b) {
+    const auto part = minifloat::mx_scales_from_cann(
+        std::span<const std::uint8_t>(static_cast<const std::uint8_t*>(paired) + b * slab, slab), rows, cols, axis);
+    plain.insert(plain.end(), part.begin(), part.end());
+  }
+  return plain;
+}
+
+/// An MX GEMM operand from the operator's codes and paired scales, its plain scales kept in `store`.
+be::quantized_view mx_operand(const snap& codes, const snap& paired, std::size_t slabs, std::size_t rows, std::size_t cols,
+                              int axis, std::vector<std::uint8_t>& store) {
+  store = plain_from_paired(paired.data, slabs, rows, cols, axis);
+  be::quantized_view q;
+  q.scheme = mx_scheme_of(format_of(codes.dtype), axis);
+  q.codes = codes.view();
+  const auto grid = minifloat::mx_scale_shape(rows, cols, axis);
+  const auto gr = static_cast<std::int64_t>(grid[0]), gc = static_cast<std::int64_t>(grid[1]);
+  q.scales = slabs == 1 ? be::make_tensor(store.data(), format_id::float8_e8m0fnu, {gr, gc})
+                        : be::make_tensor(store.data(), format_id::float8_e8m0fnu, {static_cast<std::int64_t>(slabs), gr, gc});
+  return q;
+}
 
 }  // namespace
 
@@ -624,6 +671,39 @@ aclError aclrtMemcpy(void* dst, size_t destMax, const void* src, size_t count, a
   return finish(e, 0);
 }
 
+aclError aclrtMemsetAsync(void* devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream) {
+  entry e("aclrtMemsetAsync");
+  e.c.ints["address"] = static_cast<long long>(reinterpret_cast<std::uintptr_t>(devPtr));
+  e.c.ints["maxCount"] = static_cast<long long>(maxCount);
+  e.c.ints["value"] = value;
+  e.c.ints["count"] = static_cast<long long>(count);
+  if (auto s = injected(e)) return *s;
+  if (count > maxCount) return finish(e, param_invalid, "count exceeds maxCount");
+  fake_stream* st = find_stream(stream);
+  if (st == nullptr) {
+    violation("aclrtMemsetAsync: stream is not a live aclrtCreateStream stream");
+    return finish(e, param_invalid, "invalid stream");
+  }
+  e.c.stream = st->id;
+  if (count != 0 && find_block(devPtr, count) == nullptr) {
+    violation("aclrtMemsetAsync: the destination is not a live device buffer of " + std::to_string(count) + " bytes");
+    return finish(e, param_invalid, "devPtr is not device memory of count bytes");
+  }
+  // Queued like an operator (runs at aclrtSynchronizeStream, in stream order); no phase 1.
+  auto ex = std::make_unique<aclOpExecutor>();
+  ex->id = static_cast<int>(w().executors.size());
+  ex->op = "aclrtMemsetAsync";
+  ex->consumed = true;
+  ex->compute = [devPtr, value, count] {
+    std::memset(devPtr, value, count);
+    return std::string();
+  };
+  ex->buffers.emplace_back(devPtr, std::max<std::size_t>(count, 1));
+  st->queue.push_back(ex.get());
+  w().executors.push_back(std::move(ex));
+  return finish(e, 0);
+}
+
 // --- tensors -----------------------------------------------------------------------------------------
 
 aclTensor* aclCreateTensor(const int64_t* viewDims, uint64_t viewDimsNum, aclDataType dataType, const int64_t* stride,
@@ -775,11 +855,14 @@ aclnnStatus aclnnDynamicQuantV4GetWorkspaceSize(const aclTensor* x, const aclTen
                            [=] {
                              const std::int64_t cols = xs.dims.back(), rows = xs.count() / std::max<std::int64_t>(cols, 1);
                              return cpu_call([&](be::cpu_backend& cpu) {
-                               be::dynamic_quantize_options o;
-                               o.gran = mode == "pertensor" ? minifloat::granularity::tensor : minifloat::granularity::token;
-                               o.dst_max = dst_max;
-                               cpu.dynamic_quantize(xs.view({rows, cols}), ys.view({rows, cols}),
-                                                    ss.view({o.gran == minifloat::granularity::tensor ? 1 : rows}), o);
+                               const bool per_tensor = mode == "pertensor";
+                               be::quantized_view y;
+                               y.scheme = scheme_of(format_of(ys.dtype), per_tensor ? minifloat::granularity::tensor
+                                                                                    : minifloat::granularity::token,
+                                                    1, 128, minifloat::scale_rule::max);
+                               y.codes = ys.view({rows, cols});
+                               y.scales = ss.view({per_tensor ? 1 : rows});
+                               cpu.quantize(xs.view({rows, cols}), y, {.dst_max = dst_max});
                              });
                            },
                            {&xs, &ys, &ss});
@@ -884,10 +967,22 @@ aclnnStatus aclnnDynamicMxQuantV3GetWorkspaceSize(const aclTensor* x, int64_t ax
                              if (mode != "rint") return not_emulated("roundMode \"" + mode + "\" for MX");
                              if (neg_axis != -1 && neg_axis != -2) return not_emulated("an MX axis other than the last two");
                              return cpu_call([&](be::cpu_backend& cpu) {
-                               be::mx_quantize_options o;
-                               o.axis = neg_axis;
-                               o.rule = scaleAlg == 0 ? minifloat::mx_scale_rule::floor : minifloat::mx_scale_rule::rceil;
-                               cpu.mx_quantize(xs.view(), ys.view(), ss.view(), o);
+                               // The CPU backend's plain scales, laid out as the op writes them (pad byte 0).
+                               be::quantized_view y;
+                               y.scheme = mx_scheme_of(format_of(ys.dtype), neg_axis == -1 ? 1 : 0,
+                                                       scaleAlg == 0 ? minifloat::scale_rule::floor : minifloat::scale_rule::rceil);
+                               y.codes = ys.view();
+                               const auto l = be::detail::slabs_of(y.scheme, y.codes);
+                               std::vector<std::uint8_t> plain(l.count * l.scale_count());
+                               y.scales = be::make_tensor(plain.data(), format_id::float8_e8m0fnu, be::detail::mx_scale_dims(y.codes, l));
+                               cpu.quantize(xs.view(), y);
+                               auto* out = static_cast<std::uint8_t*>(ss.data);
+                               for (std::size_t b = 0; b < l.count; ++b) {
+                                 const auto cann = minifloat::mx_scales_to_cann(
+                                     std::span<const std::uint8_t>(plain).subspan(b * l.scale_count(), l.scale_count()), l.rows,
+                                     l.cols, y.scheme.axis);
+                                 out = std::copy(cann.begin(), cann.end(), out);
+                               }
                              });
                            },
                            {&xs, &ys, &ss});
@@ -895,6 +990,52 @@ aclnnStatus aclnnDynamicMxQuantV3GetWorkspaceSize(const aclTensor* x, int64_t ax
 }
 aclnnStatus aclnnDynamicMxQuantV3(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
   return run_phase("aclnnDynamicMxQuantV3", workspace, workspaceSize, executor, stream);
+}
+
+// --- aclnnInplaceCopy -----------------------------------------------------------------------------
+
+aclnnStatus aclnnInplaceCopyGetWorkspaceSize(aclTensor* selfRef, const aclTensor* src, uint64_t* workspaceSize,
+                                             aclOpExecutor** executor) {
+  entry e("aclnnInplaceCopyGetWorkspaceSize");
+  e.tensor("selfRef", selfRef), e.tensor("src", src);
+  if (auto s = injected(e)) return *s;
+  if (selfRef == nullptr || src == nullptr || workspaceSize == nullptr || executor == nullptr)
+    return finish(e, param_nullptr, "selfRef, src, workspaceSize and executor must not be null");
+  int st = 0;
+  if (!live_args(e, {selfRef, src}, &st)) return st;
+  // The documented list (INT8 .. BFLOAT16, no low-precision float types), as far as this fake knows the ids.
+  const auto listed = [](aclDataType t) {
+    return t == ACL_INT8 || t == ACL_UINT8 || t == ACL_INT32 || t == ACL_INT64 || t == ACL_FLOAT16 || t == ACL_FLOAT || t == ACL_BF16;
+  };
+  if (!listed(selfRef->dtype) || !listed(src->dtype))
+    return finish(e, param_invalid, "data types " + std::to_string(selfRef->dtype) + " / " + std::to_string(src->dtype) +
+                                        " are not in aclnnInplaceCopy's list (no HIFLOAT8 / FLOAT8 / FLOAT4 types: copy bytes as UINT8)");
+  if (selfRef->dtype != src->dtype) return finish(e, param_invalid, not_emulated("a copy that converts data types"));
+  if (selfRef->dims.empty() || selfRef->dims.size() > 8) return finish(e, param_invalid, "selfRef must have rank 1-8");
+  if (selfRef->dims != src->dims) return finish(e, param_invalid, not_emulated("a broadcasting copy (src " + dims_str(src->dims) + " to selfRef " + dims_str(selfRef->dims) + ")"));
+  const snap ds = take(selfRef), ss = take(src);
+  const std::size_t elem = static_cast<std::size_t>(bits_of(selfRef->dtype) / 8);
+  auto* ex = make_executor(e, "aclnnInplaceCopy", 0,
+                           [=] {
+                             const std::size_t rank = ds.dims.size();
+                             std::vector<std::int64_t> idx(rank, 0);
+                             for (std::int64_t i = 0; i < ds.count(); ++i) {
+                               std::int64_t so = 0, si = 0;
+                               for (std::size_t d = 0; d < rank; ++d) so += idx[d] * ds.strides[d], si += idx[d] * ss.strides[d];
+                               std::memmove(static_cast<unsigned char*>(ds.data) + static_cast<std::size_t>(so) * elem,
+                                            static_cast<const unsigned char*>(ss.data) + static_cast<std::size_t>(si) * elem, elem);
+                               for (std::size_t d = rank; d-- > 0;) {
+                                 if (++idx[d] < ds.dims[d]) break;
+                                 idx[d] = 0;
+                               }
+                             }
+                             return std::string();
+                           },
+                           {&ds, &ss});
+  return accept(e, ex, workspaceSize, executor);
+}
+aclnnStatus aclnnInplaceCopy(void* workspace, uint64_t workspaceSize, aclOpExecutor* executor, aclrtStream stream) {
+  return run_phase("aclnnInplaceCopy", workspace, workspaceSize, executor, stream);
 }
 
 // --- aclnnCast / aclnnMul -------------------------------------------------------------------------
@@ -919,7 +1060,9 @@ aclnnStatus aclnnCastGetWorkspaceSize(const aclTensor* self, const aclDataType d
                              const std::int64_t cols = xs.dims.back(), rows = xs.count() / std::max<std::int64_t>(cols, 1);
                              return cpu_call([&](be::cpu_backend& cpu) {
                                float one = 1.0f;
-                               cpu.dequantize(xs.view({rows, cols}), be::make_tensor(&one, be::dtype::float32, {1}), os.view({rows, cols}), {});
+                               const be::quantized_view q{scheme_of(format_of(xs.dtype), minifloat::granularity::tensor),
+                                                          xs.view({rows, cols}), be::make_tensor(&one, be::float32, {1})};
+                               cpu.dequantize(q, os.view({rows, cols}));
                              });
                            },
                            {&xs, &os});
@@ -1015,8 +1158,11 @@ aclnnStatus aclnnQuantMatmulV5GetWorkspaceSize(const aclTensor* x1, const aclTen
   e.c.ints["gsM"] = gm, e.c.ints["gsN"] = gn, e.c.ints["gsK"] = gk;
   if (bias != nullptr && (bias->dtype != ACL_FLOAT || bias->dims != std::vector<std::int64_t>{n}))
     return finish(e, param_invalid, "bias must be FLOAT of shape (n,) here");
-  // Mode from dtypes, groupSize and scale shapes, as the doc's tables distinguish them.
-  be::gemm_operand a, b;
+  // Mode from dtypes, groupSize and scale shapes, as the doc's tables distinguish them; each mode
+  // is then said in the library's words for the CPU backend.
+  using minifloat::granularity;
+  const format_id f1 = format_of(t1), f2 = format_of(t2);
+  minifloat::quant_scheme a_s, b_s;
   std::vector<std::int64_t> want1, want2;
   const std::int64_t kb2 = cdiv(cdiv(k, 32), 2);
   float unit = 1.0f;
@@ -1029,7 +1175,7 @@ aclnnStatus aclnnQuantMatmulV5GetWorkspaceSize(const aclTensor* x1, const aclTen
     if (mx_fake && (k % 64 != 0 || out->dtype != ACL_BF16 || bias != nullptr)) return finish(e, param_invalid, "E4M3 x FP4 mx needs k % 64 == 0, BFLOAT16 out, no FLOAT bias");
     want1 = {m, kb2, 2};
     want2 = transposeX2 ? std::vector<std::int64_t>{n, kb2, 2} : std::vector<std::int64_t>{kb2, n, 2};
-    a.gran = b.gran = minifloat::granularity::mx;
+    a_s = mx_scheme_of(f1, 1), b_s = mx_scheme_of(f2, transposeX2 ? 1 : 0);
   } else {
     if (x2Scale->dtype != ACL_FLOAT || (x1Scale != nullptr && x1Scale->dtype != ACL_FLOAT))
       return finish(e, param_invalid, not_emulated("scale types other than FLOAT / FLOAT8_E8M0 (e.g. the static INT64 x2Scale)"));
@@ -1040,8 +1186,11 @@ aclnnStatus aclnnQuantMatmulV5GetWorkspaceSize(const aclTensor* x1, const aclTen
       if (!x1_t && x1Scale->dims != std::vector<std::int64_t>{m}) return finish(e, param_invalid, "x1Scale must be (1,) or (m,) = " + dims_str({m}) + ", got " + dims_str(x1Scale->dims));
       if (!x2_t && x2Scale->dims != std::vector<std::int64_t>{n}) return finish(e, param_invalid, "x2Scale must be (1,) or (n,) = " + dims_str({n}) + ", got " + dims_str(x2Scale->dims));
       if (x1_t && !x2_t && bias != nullptr) return finish(e, param_invalid, "dynamic T-C quantization takes no bias");
-      a.gran = x1_t ? minifloat::granularity::tensor : minifloat::granularity::token;
-      b.gran = x2_t ? minifloat::granularity::tensor : minifloat::granularity::channel;
+      a_s = scheme_of(f1, x1_t ? granularity::tensor : granularity::token);
+      // per output channel of a (k, n) x2: one K x 1 block per column
+      b_s = x2_t ? scheme_of(f2, granularity::tensor)
+            : transposeX2 ? scheme_of(f2, granularity::channel)
+                          : scheme_of(f2, granularity::block, static_cast<std::size_t>(k), 1);
       want1 = x1Scale != nullptr ? x1Scale->dims : std::vector<std::int64_t>{1};
       want2 = x2Scale->dims;
     } else if (gn == 128 && gk == 128 && (gm == 1 || gm == 128)) {
@@ -1049,9 +1198,8 @@ aclnnStatus aclnnQuantMatmulV5GetWorkspaceSize(const aclTensor* x1, const aclTen
       if (x1Scale == nullptr) return finish(e, param_invalid, "G-B / B-B need x1Scale");
       want1 = {cdiv(m, gm), cdiv(k, 128)};
       want2 = transposeX2 ? std::vector<std::int64_t>{cdiv(n, 128), cdiv(k, 128)} : std::vector<std::int64_t>{cdiv(k, 128), cdiv(n, 128)};
-      a.gran = b.gran = minifloat::granularity::block;
-      a.block_rows = static_cast<std::size_t>(gm), a.block_cols = 128;
-      b.block_rows = b.block_cols = 128;
+      a_s = scheme_of(f1, granularity::block, static_cast<std::size_t>(gm), 128);
+      b_s = scheme_of(f2, granularity::block, 128, 128);
     } else {
       return finish(e, param_invalid, "groupSize " + std::to_string(groupSize) + " = [gsM, gsN, gsK] [" + std::to_string(gm) + ", " + std::to_string(gn) + ", " + std::to_string(gk) + "] is not a documented combination");
     }
@@ -1062,11 +1210,19 @@ aclnnStatus aclnnQuantMatmulV5GetWorkspaceSize(const aclTensor* x1, const aclTen
   auto* ex = make_executor(e, "aclnnQuantMatmulV5", 4096,
                            [=]() mutable {
                              return cpu_call([&](be::cpu_backend& cpu) {
-                               a.data = s1.view(), b.data = s2.view();
-                               a.scale = sc1.present ? sc1.view() : be::make_tensor(&unit, be::dtype::float32, {1});
-                               b.scale = sc2.view();
-                               cpu.gemm(a, b, sb.present ? sb.view() : be::tensor_view{}, so.view(),
-                                        {.layout = transposeX2 ? minifloat::gemm_layout::nk : minifloat::gemm_layout::kn});
+                               const auto um = static_cast<std::size_t>(m), un = static_cast<std::size_t>(n),
+                                          uk = static_cast<std::size_t>(k);
+                               std::vector<std::uint8_t> pa, pb;
+                               be::quantized_view qa{a_s, s1.view(), {}}, qb{b_s, s2.view(), {}};
+                               if (a_s.gran == granularity::mx) {
+                                 qa = mx_operand(s1, sc1, 1, um, uk, 1, pa);
+                                 qb = transposeX2 ? mx_operand(s2, sc2, 1, un, uk, 1, pb) : mx_operand(s2, sc2, 1, uk, un, 0, pb);
+                               } else {
+                                 qa.scales = sc1.present ? sc1.view() : be::make_tensor(&unit, be::float32, {1});
+                                 qb.scales = sc2.view();
+                               }
+                               cpu.gemm(qa, qb, sb.present ? sb.view() : be::tensor_view{}, so.view(),
+                                        transposeX2 ? minifloat::gemm_layout::nk : minifloat::gemm_layout::kn);
                              });
                            },
                            {&s1, &s2, &sc1, &sc2, &sb, &so});
@@ -1129,7 +1285,9 @@ aclnnStatus aclnnGroupedMatmulV4GetWorkspaceSize(
   if (yo->dims != std::vector<std::int64_t>{mm, n} || (yo->dtype != ACL_FLOAT && yo->dtype != ACL_BF16))
     return finish(e, param_invalid, "out must be FLOAT / BFLOAT16 (M, N) = " + dims_str({mm, n}));
   const aclTensor* bias = biasOptional != nullptr && !biasOptional->items.empty() ? biasOptional->items[0] : nullptr;
-  be::gemm_operand a, b;
+  using minifloat::granularity;
+  const format_id f1 = format_of(t1), f2 = format_of(t2);
+  minifloat::quant_scheme a_s, b_s;
   const std::int64_t kb2 = cdiv(cdiv(kk, 32), 2);
   if (sc->dtype == ACL_FLOAT8_E8M0) {
     if (pt->dtype != ACL_FLOAT8_E8M0) return finish(e, param_invalid, "mx: perTokenScale must be FLOAT8_E8M0");
@@ -1140,7 +1298,7 @@ aclnnStatus aclnnGroupedMatmulV4GetWorkspaceSize(
     if (bias != nullptr && !(fp4_pair && bias->dtype == ACL_FLOAT && bias->dims == std::vector<std::int64_t>{g, n}))
       return finish(e, param_invalid, "mx bias is FLOAT (g, N) and only with FLOAT4_E2M1");
     if (fp4_pair && (kk % 2 != 0 || kk == 2 || (!transposed && n % 2 != 0))) return finish(e, param_invalid, "FP4 mx needs K even and not 2 (N even when not transposed)");
-    a.gran = b.gran = minifloat::granularity::mx;
+    a_s = mx_scheme_of(f1, 1), b_s = mx_scheme_of(f2, transposed ? 1 : 0);
   } else {
     if (sc->dtype != ACL_FLOAT || pt->dtype != ACL_FLOAT) return finish(e, param_invalid, not_emulated("scale types other than FLOAT / FLOAT8_E8M0"));
     if (fp4_pair) return finish(e, param_invalid, "FLOAT4_E2M1 needs mx scales");
@@ -1149,14 +1307,15 @@ aclnnStatus aclnnGroupedMatmulV4GetWorkspaceSize(
       const std::vector<std::int64_t> want_s = transposed ? std::vector<std::int64_t>{g, cdiv(n, 128), cdiv(kk, 128)} : std::vector<std::int64_t>{g, cdiv(kk, 128), cdiv(n, 128)};
       if (sc->dims != want_s) return finish(e, param_invalid, "G-B scale must have shape " + dims_str(want_s) + ", got " + dims_str(sc->dims));
       if (pt->dims != std::vector<std::int64_t>{mm, cdiv(kk, 128)}) return finish(e, param_invalid, "G-B perTokenScale must have shape " + dims_str({mm, cdiv(kk, 128)}));
-      a.gran = b.gran = minifloat::granularity::block;
-      a.block_rows = 1, a.block_cols = 128, b.block_rows = b.block_cols = 128;
+      a_s = scheme_of(f1, granularity::block, 1, 128), b_s = scheme_of(f2, granularity::block, 128, 128);
     } else {
-      if (sc->dims == std::vector<std::int64_t>{g} || sc->dims == std::vector<std::int64_t>{g, 1}) b.gran = minifloat::granularity::tensor;
-      else if (sc->dims == std::vector<std::int64_t>{g, n}) b.gran = minifloat::granularity::channel;
+      // per output channel of a (K, N) weight: one K x 1 block per column of each expert
+      if (sc->dims == std::vector<std::int64_t>{g} || sc->dims == std::vector<std::int64_t>{g, 1}) b_s = scheme_of(f2, granularity::tensor);
+      else if (sc->dims == std::vector<std::int64_t>{g, n})
+        b_s = transposed ? scheme_of(f2, granularity::channel) : scheme_of(f2, granularity::block, static_cast<std::size_t>(kk), 1);
       else return finish(e, param_invalid, "scale must be (g,), (g, 1) or (g, N), got " + dims_str(sc->dims));
-      if (pt->dims == std::vector<std::int64_t>{mm}) a.gran = minifloat::granularity::token;
-      else if (pt->dims == std::vector<std::int64_t>{g} || pt->dims == std::vector<std::int64_t>{g, 1}) a.gran = minifloat::granularity::tensor;
+      if (pt->dims == std::vector<std::int64_t>{mm}) a_s = scheme_of(f1, granularity::token);
+      else if (pt->dims == std::vector<std::int64_t>{g} || pt->dims == std::vector<std::int64_t>{g, 1}) a_s = scheme_of(f1, granularity::tensor);
       else return finish(e, param_invalid, "perTokenScale must be (M,), (g,) or (g, 1), got " + dims_str(pt->dims));
     }
   }
@@ -1169,11 +1328,17 @@ aclnnStatus aclnnGroupedMatmulV4GetWorkspaceSize(
                              if (groupListType == 0)  // cumulative sums -> counts
                                for (std::size_t i = sizes.size(); i-- > 1;) sizes[i] -= sizes[i - 1];
                              return cpu_call([&](be::cpu_backend& cpu) {
-                               a.data = sx.view(), b.data = sw.view();
-                               a.scale = spt.view(), b.scale = ssc.view();
-                               cpu.grouped_gemm(a, b, be::make_tensor(sizes.data(), be::dtype::int64, {g}),
+                               const auto um = static_cast<std::size_t>(mm), un = static_cast<std::size_t>(n),
+                                          uk = static_cast<std::size_t>(kk), ug = static_cast<std::size_t>(g);
+                               std::vector<std::uint8_t> pa, pb;
+                               be::quantized_view qa{a_s, sx.view(), spt.view()}, qb{b_s, sw.view(), ssc.view()};
+                               if (a_s.gran == granularity::mx) {
+                                 qa = mx_operand(sx, spt, 1, um, uk, 1, pa);
+                                 qb = transposed ? mx_operand(sw, ssc, ug, un, uk, 1, pb) : mx_operand(sw, ssc, ug, uk, un, 0, pb);
+                               }
+                               cpu.grouped_gemm(qa, qb, be::make_tensor(sizes.data(), be::int64, {g}),
                                                 sb.present ? sb.view() : be::tensor_view{}, sy.view(),
-                                                {.layout = transposed ? minifloat::gemm_layout::nk : minifloat::gemm_layout::kn});
+                                                transposed ? minifloat::gemm_layout::nk : minifloat::gemm_layout::kn);
                              });
                            },
                            {&sx, &sw, &ssc, &spt, &sgl, &sy, &sb});

@@ -10,11 +10,14 @@
 //   * validates arguments against the operator docs (dtype ids, shapes of outputs and scales,
 //     round-mode strings per dstType, groupSize combinations) and rejects with 161001 / 161002 and
 //     a message aclGetRecentErrMsg() returns;
-//   * models device memory and the stream: aclrtMalloc blocks, operators queued at launch and run
-//     at aclrtSynchronizeStream, so freeing or copying a buffer that queued work still uses, or
-//     passing a host pointer as device memory, is caught;
+//   * models device memory and the stream: aclrtMalloc blocks, operators (and aclrtMemsetAsync)
+//     queued at launch and run at aclrtSynchronizeStream, so freeing or copying a buffer that
+//     queued work still uses, or passing a host pointer as device memory, is caught;
 //   * computes results with the minifloat CPU backend (or, for the two operators that multiply by
-//     their scale, straight from the documented formula y = round(x * scale)).
+//     their scale, straight from the documented formula y = round(x * scale); aclnnInplaceCopy as a
+//     strided element copy). MX scales cross in the CANN paired layout, which the fake converts to
+//     and from the library's plain layout with the library's own mx_scales_to_cann /
+//     mx_scales_from_cann, independently of the shim's strided copies.
 // Violations that do not map onto a status (leaks, use-after-free, misaligned data) are collected
 // in violations(); tests assert it is empty.
 //

@@ -1,28 +1,21 @@
 #pragma once
-// Backend tensor views: a data pointer, a dtype, a shape and strides in LOGICAL ELEMENTS (FP4
-// included, as aclTensor counts them; docs/formats/ascend.md#torch_npu-names) and a device tag. No vendor type appears
-// here: the Ascend shim (backend/ascend/) maps these views onto aclTensor, the CPU backend reads
-// them directly, and both see the same bytes.
+// Backend tensor views: a data pointer, an element type, a shape and strides in LOGICAL ELEMENTS
+// (FP4 included, as aclTensor counts them; docs/formats/ascend.md#torch_npu-names) and a device
+// tag. No vendor type appears here: the Ascend shim (backend/ascend/) maps these views onto
+// aclTensor, the CPU backend reads them directly, and both see the same bytes.
 //
-//   dtype              storage                      aclDataType   torch / torch_npu
-//   float32            4 B                          0             torch.float32
-//   float16            2 B (IEEE binary16)          1             torch.float16
-//   bfloat16           2 B                          27            torch.bfloat16
-//   int64              8 B (group sizes)            9             torch.int64
-//   hifloat8           1 B                          34            torch_npu.hifloat8 (290)
-//   float8_e5m2        1 B                          35            torch.float8_e5m2
-//   float8_e4m3fn      1 B                          36            torch.float8_e4m3fn
-//   float8_e8m0fnu     1 B (MX scales, bias 127)    37            torch.float8_e8m0fnu
-//   float6_e3m2fn      1 B, code in the low 6 bits  38            -
-//   float6_e2m3fn      1 B, code in the low 6 bits  39            -
-//   float4_e2m1fn_x2   1/2 B: element 2i in the LOW nibble, 2i+1 in the HIGH nibble
-//                                                   40            torch.float4_e2m1fn_x2
+// Element types are the library's formats (format_id: codes, bfloat16 / float16 values, E8M0
+// scales) plus the two plain types a backend also moves: float32 (inputs, fp32 scales, outputs)
+// and int64 (grouped-GEMM group sizes). Storage is the library's (formats/packed.hpp): 8- and 6-bit
+// codes one per byte, FP4 two per byte (element 2i in the LOW nibble), 16-bit formats two bytes
+// little-endian; float32 4 bytes, int64 8. The Ascend dtype numbers live in
+// backend/ascend/acl_types.hpp, the only place that knows them.
 //
 // Contiguous ("row-major") tensors have strides (..., shape[-1], 1) with one exception: an FP4
 // tensor whose last dimension is odd starts every row on a byte boundary, so its row stride is
-// shape[-1] + 1 elements. That is exactly the library's FP4 row layout (quant/quantized_tensor.hpp,
-// block/mx_tensor.hpp: ceil(cols / 2) bytes per row), so byte buffers move between the library,
-// the CPU backend and the Ascend backend unchanged.
+// shape[-1] + 1 elements. That is exactly the library's FP4 row layout (quant/quantized_tensor.hpp:
+// ceil(cols / 2) bytes per row), so byte buffers move between the library, the CPU backend and the
+// Ascend backend unchanged.
 //
 // A tensor_view does not own memory and is never written through when it is an input. Errors:
 // shape_error (errors.hpp) with the expected and the actual value in the message.
@@ -35,117 +28,59 @@
 #include <string>
 #include <string_view>
 
+#include "../core/checked.hpp"
 #include "../core/errors.hpp"
 #include "../formats/format_list.hpp"
+#include "../formats/packed.hpp"
+#include "../quant/quantized_tensor.hpp"
 
 namespace minifloat::backend {
 
-// The enumerators share the format type names on purpose (dtype::hifloat8 names hifloat8); GCC's
-// -Wshadow flags that although scoped enumerators cannot shadow anything (as in format_list.hpp).
-#if defined(__GNUC__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wshadow"
-#endif
-enum class dtype : std::uint8_t {
-  float32,
-  float16,
-  bfloat16,
-  int64,
-  hifloat8,
-  float8_e5m2,
-  float8_e4m3fn,
-  float8_e8m0fnu,
-  float6_e3m2fn,
-  float6_e2m3fn,
-  float4_e2m1fn_x2,
+/// What a tensor holds: a library format, or float32 / int64.
+class element_type {
+ public:
+  /// Every library format is an element type (implicit, so `format_id::hifloat8` reads as one).
+  constexpr element_type(format_id f) noexcept : format_(f) {}  // NOLINT(google-explicit-constructor)
+  [[nodiscard]] static constexpr element_type float32() noexcept { return element_type(plain::float32); }
+  [[nodiscard]] static constexpr element_type int64() noexcept { return element_type(plain::int64); }
+
+  /// The library format, or nullopt for float32 and int64.
+  [[nodiscard]] constexpr std::optional<format_id> format() const noexcept {
+    return plain_ == plain::none ? std::optional<format_id>(format_) : std::nullopt;
+  }
+  [[nodiscard]] constexpr bool is_float32() const noexcept { return plain_ == plain::float32; }
+  [[nodiscard]] constexpr bool is_int64() const noexcept { return plain_ == plain::int64; }
+
+  friend constexpr bool operator==(element_type a, element_type b) noexcept {
+    return a.plain_ == b.plain_ && (a.plain_ != plain::none || a.format_ == b.format_);
+  }
+
+ private:
+  enum class plain : std::uint8_t { none, float32, int64 };
+  explicit constexpr element_type(plain p) noexcept : plain_(p) {}
+  format_id format_ = format_id::hifloat8;
+  plain plain_ = plain::none;
 };
-#if defined(__GNUC__)
-#pragma GCC diagnostic pop
-#endif
 
-inline constexpr dtype all_dtypes[] = {dtype::float32,       dtype::float16,        dtype::bfloat16,
-                                       dtype::int64,         dtype::hifloat8,       dtype::float8_e5m2,
-                                       dtype::float8_e4m3fn, dtype::float8_e8m0fnu, dtype::float6_e3m2fn,
-                                       dtype::float6_e2m3fn, dtype::float4_e2m1fn_x2};
+inline constexpr element_type float32 = element_type::float32();
+inline constexpr element_type int64 = element_type::int64();
 
-constexpr std::string_view to_string(dtype t) noexcept {
-  switch (t) {
-    case dtype::float32: return "float32";
-    case dtype::float16: return "float16";
-    case dtype::bfloat16: return "bfloat16";
-    case dtype::int64: return "int64";
-    case dtype::hifloat8: return "hifloat8";
-    case dtype::float8_e5m2: return "float8_e5m2";
-    case dtype::float8_e4m3fn: return "float8_e4m3fn";
-    case dtype::float8_e8m0fnu: return "float8_e8m0fnu";
-    case dtype::float6_e3m2fn: return "float6_e3m2fn";
-    case dtype::float6_e2m3fn: return "float6_e2m3fn";
-    case dtype::float4_e2m1fn_x2: return "float4_e2m1fn_x2";
-  }
-  return "?";
+/// "float32", "int64" or the format's name (formats/format_list.hpp).
+constexpr std::string_view to_string(element_type t) noexcept {
+  if (const auto f = t.format()) return to_string(*f);
+  return t.is_float32() ? "float32" : "int64";
 }
 
-constexpr std::optional<dtype> parse_dtype(std::string_view s) noexcept {
-  for (const dtype t : all_dtypes)
-    if (to_string(t) == s) return t;
-  return std::nullopt;
+/// Storage bits of one element: 4 for FP4, 6 for FP6 (kept one per byte), 16, 32 or 64.
+inline int storage_bits(element_type t) {
+  if (const auto f = t.format()) return minifloat::detail::format_bits(*f);
+  return t.is_float32() ? 32 : 64;
 }
 
-/// Storage bits of one element: 4 for float4_e2m1fn_x2, 8 for FP6 (one code per byte).
-constexpr int storage_bits(dtype t) noexcept {
-  switch (t) {
-    case dtype::float32: return 32;
-    case dtype::float16:
-    case dtype::bfloat16: return 16;
-    case dtype::int64: return 64;
-    case dtype::float4_e2m1fn_x2: return 4;
-    default: return 8;
-  }
+/// The inputs of the quantizers: float32, bfloat16 or float16.
+constexpr bool is_float_input(element_type t) noexcept {
+  return t == float32 || t == format_id::bfloat16 || t == format_id::float16;
 }
-
-/// The library format of a dtype (nullopt for float32 and int64).
-constexpr std::optional<format_id> format_of(dtype t) noexcept {
-  switch (t) {
-    case dtype::float16: return format_id::float16;
-    case dtype::bfloat16: return format_id::bfloat16;
-    case dtype::hifloat8: return format_id::hifloat8;
-    case dtype::float8_e5m2: return format_id::float8_e5m2;
-    case dtype::float8_e4m3fn: return format_id::float8_e4m3fn;
-    case dtype::float8_e8m0fnu: return format_id::float8_e8m0fnu;
-    case dtype::float6_e3m2fn: return format_id::float6_e3m2fn;
-    case dtype::float6_e2m3fn: return format_id::float6_e2m3fn;
-    case dtype::float4_e2m1fn_x2: return format_id::float4_e2m1fn;
-    default: return std::nullopt;
-  }
-}
-
-/// The dtype that stores a library format (FP4 -> float4_e2m1fn_x2).
-constexpr dtype dtype_of(format_id f) noexcept {
-  switch (f) {
-    case format_id::hifloat8: return dtype::hifloat8;
-    case format_id::float8_e4m3fn: return dtype::float8_e4m3fn;
-    case format_id::float8_e5m2: return dtype::float8_e5m2;
-    case format_id::float6_e3m2fn: return dtype::float6_e3m2fn;
-    case format_id::float6_e2m3fn: return dtype::float6_e2m3fn;
-    case format_id::float4_e2m1fn: return dtype::float4_e2m1fn_x2;
-    case format_id::float8_e8m0fnu: return dtype::float8_e8m0fnu;
-    case format_id::bfloat16: return dtype::bfloat16;
-    case format_id::float16: return dtype::float16;
-  }
-  return dtype::float32;
-}
-
-/// Element formats a quantizer writes and a GEMM reads (not the E8M0 scale format).
-constexpr bool is_element_dtype(dtype t) noexcept {
-  return t == dtype::hifloat8 || t == dtype::float8_e5m2 || t == dtype::float8_e4m3fn || t == dtype::float6_e3m2fn ||
-         t == dtype::float6_e2m3fn || t == dtype::float4_e2m1fn_x2;
-}
-/// The high-precision inputs of the quantizers.
-constexpr bool is_float_dtype(dtype t) noexcept {
-  return t == dtype::float32 || t == dtype::bfloat16 || t == dtype::float16;
-}
-/// The MX element formats (OCP MX v1.0 minus MXINT8).
-constexpr bool is_mx_element_dtype(dtype t) noexcept { return is_element_dtype(t) && t != dtype::hifloat8; }
 
 /// Where a tensor's memory lives.
 enum class device_kind : std::uint8_t { host, ascend };
@@ -170,12 +105,11 @@ inline constexpr int max_rank = 8;
 
 namespace detail {
 
-constexpr std::int64_t ceil_div(std::int64_t a, std::int64_t b) noexcept { return a / b + (a % b != 0 ? 1 : 0); }
-
 /// Bytes that hold `elements` consecutive elements of `t`.
-constexpr std::size_t bytes_for(dtype t, std::int64_t elements) noexcept {
+inline std::size_t bytes_for(element_type t, std::int64_t elements) {
   const auto n = static_cast<std::size_t>(elements < 0 ? 0 : elements);
-  return storage_bits(t) == 4 ? (n + 1) / 2 : n * static_cast<std::size_t>(storage_bits(t) / 8);
+  if (const auto f = t.format()) return packed_bytes(n, minifloat::detail::format_bits(*f));
+  return n * (t.is_float32() ? 4U : 8U);
 }
 
 inline std::string dims_string(std::span<const std::int64_t> d) {
@@ -184,13 +118,27 @@ inline std::string dims_string(std::span<const std::int64_t> d) {
   return s + (d.size() == 1 ? ",)" : ")");
 }
 
+/// Throws shape_error unless the storage of a contiguous tensor of these non-negative dims (FP4
+/// rows padded to a byte) counts fewer than 2^62 elements, so that every element count, stride and
+/// byte size derived from the shape fits in int64 and size_t.
+inline void check_shape_size(std::span<const std::int64_t> shape, element_type t, std::string_view what) {
+  std::size_t n = 1;
+  for (std::size_t i = 0; i < shape.size(); ++i) {
+    auto d = static_cast<std::size_t>(shape[i]);
+    if (i + 1 == shape.size() && storage_bits(t) == 4) d += d % 2;
+    n = checked_mul(n, d, what);
+  }
+  if (n >= (std::size_t{1} << 62))
+    throw shape_error(std::string(what) + ": " + dims_string(shape) + " holds 2^62 elements or more");
+}
+
 }  // namespace detail
 
 /// A non-owning tensor: see the header comment. A default-constructed view (rank 0, null data)
 /// means "no tensor" (an absent bias, for instance); is_none() tells.
 struct tensor_view {
   void* data = nullptr;
-  dtype type = dtype::float32;
+  element_type type = float32;
   int rank = 0;
   std::array<std::int64_t, max_rank> shape{};
   std::array<std::int64_t, max_rank> strides{};  ///< in logical elements
@@ -219,16 +167,21 @@ struct tensor_view {
     return e;
   }
   /// Bytes from data to the end of the last reachable element.
-  [[nodiscard]] constexpr std::size_t byte_extent() const noexcept { return detail::bytes_for(type, extent()); }
+  [[nodiscard]] std::size_t byte_extent() const { return detail::bytes_for(type, extent()); }
   /// Rows and columns of the row-major matrix view: (prod(shape[:-1]), shape[-1]); (1, n) for rank 1.
-  [[nodiscard]] constexpr std::int64_t rows() const noexcept { return rank == 0 ? 0 : numel() / shape[static_cast<std::size_t>(rank - 1)]; }
+  [[nodiscard]] constexpr std::int64_t rows() const noexcept {
+    if (rank == 0) return 0;
+    std::int64_t r = 1;
+    for (int i = 0; i + 1 < rank; ++i) r *= shape[static_cast<std::size_t>(i)];
+    return r;
+  }
   [[nodiscard]] constexpr std::int64_t cols() const noexcept { return rank == 0 ? 0 : shape[static_cast<std::size_t>(rank - 1)]; }
   [[nodiscard]] std::string describe() const {
     return std::string(to_string(type)) + detail::dims_string(dims()) + " on " + to_string(where);
   }
 
-  /// The row-major strides of `shape` for dtype t (see the header comment for odd-width FP4).
-  static constexpr std::array<std::int64_t, max_rank> contiguous_strides(dtype t, std::span<const std::int64_t> shape) noexcept {
+  /// The row-major strides of `shape` for element type t (see the header comment for odd-width FP4).
+  static std::array<std::int64_t, max_rank> contiguous_strides(element_type t, std::span<const std::int64_t> shape) {
     std::array<std::int64_t, max_rank> s{};
     std::int64_t acc = 1;
     for (std::size_t i = shape.size(); i-- > 0;) {
@@ -239,7 +192,7 @@ struct tensor_view {
     }
     return s;
   }
-  [[nodiscard]] constexpr bool is_contiguous() const noexcept {
+  [[nodiscard]] bool is_contiguous() const {
     if (empty()) return true;
     const auto c = contiguous_strides(type, dims());
     for (int i = 0; i < rank; ++i)
@@ -253,7 +206,7 @@ struct tensor_view {
 };
 
 /// A contiguous view over `data` (see the header comment for the strides).
-inline tensor_view make_tensor(void* data, dtype t, std::span<const std::int64_t> shape, device where = host) {
+inline tensor_view make_tensor(void* data, element_type t, std::span<const std::int64_t> shape, device where = host) {
   if (shape.size() == 0 || shape.size() > static_cast<std::size_t>(max_rank))
     throw shape_error("make_tensor: rank must lie in [1, " + std::to_string(max_rank) + "], got " +
                       std::to_string(shape.size()));
@@ -265,20 +218,21 @@ inline tensor_view make_tensor(void* data, dtype t, std::span<const std::int64_t
     if (shape[i] < 0) throw shape_error("make_tensor: negative dimension in " + detail::dims_string(shape));
     v.shape[i] = shape[i];
   }
+  detail::check_shape_size(shape, t, "make_tensor");
   v.strides = tensor_view::contiguous_strides(t, shape);
   v.where = where;
   if (data == nullptr && v.numel() != 0)
     throw shape_error("make_tensor: null data for the non-empty tensor " + v.describe());
   return v;
 }
-inline tensor_view make_tensor(void* data, dtype t, std::initializer_list<std::int64_t> shape, device where = host) {
+inline tensor_view make_tensor(void* data, element_type t, std::initializer_list<std::int64_t> shape, device where = host) {
   return make_tensor(data, t, std::span<const std::int64_t>(shape.begin(), shape.size()), where);
 }
 /// An input view over const memory (the backends never write through input views).
-inline tensor_view make_tensor(const void* data, dtype t, std::span<const std::int64_t> shape, device where = host) {
+inline tensor_view make_tensor(const void* data, element_type t, std::span<const std::int64_t> shape, device where = host) {
   return make_tensor(const_cast<void*>(data), t, shape, where);
 }
-inline tensor_view make_tensor(const void* data, dtype t, std::initializer_list<std::int64_t> shape,
+inline tensor_view make_tensor(const void* data, element_type t, std::initializer_list<std::int64_t> shape,
                                device where = host) {
   return make_tensor(const_cast<void*>(data), t, std::span<const std::int64_t>(shape.begin(), shape.size()), where);
 }

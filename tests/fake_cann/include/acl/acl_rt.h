@@ -31,6 +31,8 @@ aclError aclrtSynchronizeStream(aclrtStream stream);
 aclError aclrtMalloc(void **devPtr, size_t size, aclrtMemMallocPolicy policy);
 aclError aclrtFree(void *devPtr);
 aclError aclrtMemcpy(void *dst, size_t destMax, const void *src, size_t count, aclrtMemcpyKind kind);
+/* Sets count bytes of device memory to value, in stream order (maxCount: the buffer's size). */
+aclError aclrtMemsetAsync(void *devPtr, size_t maxCount, int32_t value, size_t count, aclrtStream stream);
 /* The SoC name, e.g. "Ascend950..." or "Ascend910B1". */
 const char *aclrtGetSocName(void);
 
