@@ -107,7 +107,8 @@ inline void store(const quantized_tensor& q, const quantized_view& y, std::size_
 
 /// Options of the CPU backend.
 struct cpu_options {
-  unsigned gemm_threads = 1;  ///< worker threads of gemm / grouped_gemm (0: all hardware threads)
+  unsigned gemm_threads = 1;      ///< worker threads of gemm / grouped_gemm (0: all hardware threads)
+  unsigned quantize_threads = 1;  ///< threads of quantize / dequantize (0: all hardware threads)
 };
 
 class cpu_backend final : public backend_interface {
@@ -130,7 +131,7 @@ class cpu_backend final : public backend_interface {
         if (s.gran == granularity::mx) {
           if (r.op != operation::quantize)
             return no(std::string(to_string(r.op)) + " takes fp32 scales; MX (E8M0) scales come from each block: use quantize");
-          if (support v = detail::library_verdict([&] { minifloat::detail::check_mx_rounding(s); }); !v) return v;
+          if (support v = detail::library_verdict([&] { s.validate(); }); !v) return v;
         }
         if (r.op == operation::quantize_with_amax && s.gran != granularity::tensor)
           return no("quantize_with_amax is per tensor (aclnnQuantMax); got " + std::string(to_string(s.gran)));
@@ -172,10 +173,10 @@ class cpu_backend final : public backend_interface {
           scales[g] = s > 0.0f ? s : std::numeric_limits<float>::denorm_min();
         }
       }
-      detail::cpu::store(minifloat::quantize_with_scales(xs.matrix(0, l), y.scheme, scales), y, 0, l);
+      detail::cpu::store(minifloat::quantize_with_scales(xs.matrix(0, l), y.scheme, scales, qopts()), y, 0, l);
       return;
     }
-    for (std::size_t b = 0; b < l.count; ++b) detail::cpu::store(minifloat::quantize(xs.matrix(b, l), y.scheme), y, b, l);
+    for (std::size_t b = 0; b < l.count; ++b) detail::cpu::store(minifloat::quantize(xs.matrix(b, l), y.scheme, qopts()), y, b, l);
   }
 
   void quantize_with_scales(const tensor_view& x, const quantized_view& y) override {
@@ -200,7 +201,7 @@ class cpu_backend final : public backend_interface {
     require(request::for_dequantize(q.scheme, out.type));
     auto* dst = static_cast<float*>(out.data);
     for (std::size_t b = 0; b < l.count; ++b)
-      minifloat::dequantize(to_library(q, b), std::span<float>(dst + b * l.rows * l.cols, l.rows * l.cols));
+      minifloat::dequantize(to_library(q, b), std::span<float>(dst + b * l.rows * l.cols, l.rows * l.cols), qopts());
   }
 
   void gemm(const quantized_view& a, const quantized_view& b, const tensor_view& bias, const tensor_view& out,
@@ -268,7 +269,7 @@ class cpu_backend final : public backend_interface {
   /// quantize_with_scales after the checks; returns x as float32 (for quantize_with_amax's amax).
   static detail::cpu::dense_f32 encode_with_scales(const tensor_view& x, const quantized_view& y, const detail::slab_layout& l) {
     detail::cpu::dense_f32 xs(x);
-    detail::cpu::put(y.codes, 0, minifloat::quantize_with_scales(xs.matrix(0, l), y.scheme, detail::cpu::floats_of(y.scales)).codes());
+    detail::cpu::put(y.codes, 0, minifloat::quantize_with_scales(xs.matrix(0, l), y.scheme, detail::cpu::floats_of(y.scales), qopts()).codes());
     return xs;
   }
 
@@ -292,6 +293,7 @@ class cpu_backend final : public backend_interface {
       minifloat::gemm(a, b, layout, bias, std::span<bfloat16>(static_cast<bfloat16*>(out.data) + r0 * n, m * n), cfg);
   }
 
+  [[nodiscard]] quantize_options qopts() const noexcept { return {.threads = options_.quantize_threads}; }
   cpu_options options_{};
 };
 

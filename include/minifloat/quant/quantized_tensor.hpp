@@ -355,6 +355,24 @@ void dequantize_mx(const quantized_tensor_view& q, std::span<float> out, const q
   });
 }
 
+/// quantize_with_scales' argument checks (also what a backend runs before it hands static scales
+/// to a device): a valid fp32-scaled scheme and matrix, one finite positive scale per group.
+inline void check_static_scales(matrix_view<const float> x, const quant_scheme& s, std::span<const float> scales) {
+  s.validate();
+  x.validate();
+  if (s.gran == granularity::mx)
+    throw unsupported_error("quantize_with_scales takes fp32-scaled schemes; mx scales come from each block");
+  const quantized_tensor_view shape{s, x.rows, x.cols, {}, {}, {}};
+  const std::size_t grid = shape.scale_count();
+  if (scales.size() != grid)
+    throw shape_error("quantize_with_scales: " + s.describe() + " on " + std::to_string(x.rows) + "x" +
+                      std::to_string(x.cols) + " needs " + std::to_string(grid) + " scales, got " +
+                      std::to_string(scales.size()));
+  for (const float sc : scales)
+    if (!(sc > 0.0f) || !std::isfinite(sc))
+      throw std::invalid_argument("quantize_with_scales: scales must be finite and positive, got " + std::to_string(sc));
+}
+
 /// The ISA level must be one this CPU has (the kernels would report it per call anyway; this
 /// says so before any work, with the list of what is available).
 inline void check_path(const quantize_options& o, const char* who) {
@@ -409,20 +427,9 @@ inline quantized_tensor quantize(std::span<const float> x, std::size_t rows, std
 /// next binade). Not for mx, whose scales are always computed from the block.
 inline quantized_tensor quantize_with_scales(matrix_view<const float> x, const quant_scheme& s,
                                              std::span<const float> scales, const quantize_options& o = {}) {
-  s.validate();
-  x.validate();
+  detail::check_static_scales(x, s, scales);
   detail::check_path(o, "quantize_with_scales");
-  if (s.gran == granularity::mx)
-    throw unsupported_error("quantize_with_scales takes fp32-scaled schemes; mx scales come from each block");
   const quantized_tensor_view shape{s, x.rows, x.cols, {}, {}, {}};
-  const std::size_t grid = shape.scale_count();
-  if (scales.size() != grid)
-    throw shape_error("quantize_with_scales: " + s.describe() + " on " + std::to_string(x.rows) + "x" +
-                      std::to_string(x.cols) + " needs " + std::to_string(grid) + " scales, got " +
-                      std::to_string(scales.size()));
-  for (const float sc : scales)
-    if (!(sc > 0.0f) || !std::isfinite(sc))
-      throw std::invalid_argument("quantize_with_scales: scales must be finite and positive, got " + std::to_string(sc));
   std::vector<std::uint8_t> codes(shape.code_bytes(), 0);
   std::vector<float> out_scales(scales.begin(), scales.end());
   if (x.rows != 0 && x.cols != 0) {
