@@ -68,7 +68,7 @@ struct alignas(64) tile_config {
 
 /// Per-thread scratch, reused across calls (a fresh 300 KB allocation per block would be mmap'd).
 struct scratch {
-  std::vector<std::uint16_t> qt, kb, pt, pa, vb;
+  std::vector<std::uint16_t> qt, kb, pa, vb;
   std::vector<float> st, part, acc;
   std::vector<std::int32_t> lim;
   float m[max_block_rows], l[max_block_rows], alpha[max_block_rows];
@@ -96,7 +96,7 @@ inline void split3(float x, std::uint16_t& hi, std::uint16_t& mid, std::uint16_t
 /// The plane pairs (a, b) a product sums over (header comment).
 struct term_list {
   std::uint8_t n = 0;
-  std::uint8_t a[6] = {}, b[6] = {};
+  std::uint8_t a[9] = {}, b[9] = {};
 };
 inline term_list terms(unsigned na, unsigned nb) noexcept {
   term_list t;
@@ -174,9 +174,12 @@ MINIFLOAT_TARGET_AMX inline __m512i fold_exponent(__m512i w, __m512i delta) {
   return _mm512_mask_add_epi16(w, nz, w, delta);
 }
 
-/// exp(x) in fp32 (|error| <= 3 ulp; x = -inf or very negative gives 0).
+/// exp(x) in fp32 (|error| <= 3 ulp). Results below 2^-125 (x < -87, -inf) are 0: producing an
+/// fp32 subnormal costs a microcode assist per instruction on Intel cores, and every masked lane
+/// would produce one.
 MINIFLOAT_TARGET_AMX inline __m512 exp512(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-104.0f));
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ);
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
   x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
@@ -189,7 +192,7 @@ MINIFLOAT_TARGET_AMX inline __m512 exp512(__m512 x) {
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
   p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  return _mm512_scalef_ps(p, n);
+  return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
 }
 
 /// The P formats with a vector rounding: decode(encode_F(x)) for finite x >= 0, F's default
@@ -460,8 +463,8 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
 
   const std::size_t kb_plane = chunk_keys * dp, vb_plane = (chunk_keys / 2) * dvp * 2, pa_plane = nqt * 16 * chunk_keys;
   s.kb.resize(nkp * kb_plane), s.vb.resize(nvp * vb_plane);
-  s.pa.assign(npp * pa_plane, 0), s.pt.resize(npp * chunk_keys * 16);
-  s.st.resize(nqt * chunk_keys * 16), s.part.resize(16 * dvp);
+  s.pa.assign(npp * pa_plane, 0);
+  s.st.resize(nqt * chunk_keys * 16), s.part.resize(16 * std::max(dvp, chunk_keys));
   s.acc.assign(nqt * 16 * dvp, 0.0f);
   s.lim.assign(nqt * 16, 0);
   std::size_t kmax = 0;
@@ -469,7 +472,7 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
   for (std::size_t r = 0; r < nqt * 16; ++r) s.m[r] = -std::numeric_limits<float>::infinity(), s.l[r] = 0.0f;
 
   tile_config cfg;
-  for (int t = 0; t < 6; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
+  for (int t = 0; t < 8; ++t) cfg.rows[t] = 16, cfg.colsb[t] = 64;
   _tile_loadconfig(&cfg);
 
   const term_list tqk = terms(nkp, nqp), tpv = terms(npp, nvp);
@@ -486,67 +489,87 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
     } else {
       decode_rows(a.k, c0, n, nkt * 16, dp, s.kb.data(), kb_plane);
     }
-    // S^T = K Q^T, one 16 x 16 tile per (key tile, query tile)
-    for (std::size_t qt = 0; qt < nqt; ++qt)
-      for (std::size_t kt = 0; kt < nkt; ++kt) {
-        _tile_zero(0);
-        for (std::size_t sl = 0; sl < dp / 32; ++sl)
-          for (unsigned t = 0; t < tqk.n; ++t) {
-            _tile_loadd(4, reinterpret_cast<const std::uint8_t*>(kb) + tqk.a[t] * kb_plane * 2 + kt * 16 * kstride + sl * 64, kstride);
-            _tile_loadd(5, s.qt.data() + tqk.b[t] * qt_plane + qt * dp * 16 + sl * 16 * 32, 64);
-            _tile_dpbf16ps(0, 4, 5);
+    // S^T = K Q^T: the four key tiles of the chunk accumulate in tiles 0-3 (independent chains:
+    // a tile product's latency is several times its throughput); A alternates between tiles 4
+    // and 6 so a load never waits for the product still reading the other.
+    for (std::size_t qt = 0; qt < nqt; ++qt) {
+      _tile_zero(0);
+      _tile_zero(1);
+      _tile_zero(2);
+      _tile_zero(3);
+      const auto* kbytes = reinterpret_cast<const std::uint8_t*>(kb);  // NOLINT: tile rows as bytes
+      for (std::size_t sl = 0; sl < dp / 32; ++sl)
+        for (unsigned t = 0; t < tqk.n; ++t) {
+          _tile_loadd(5, s.qt.data() + tqk.b[t] * qt_plane + qt * dp * 16 + sl * 16 * 32, 64);
+          const std::uint8_t* ka = kbytes + tqk.a[t] * kb_plane * 2 + sl * 64;
+          _tile_loadd(4, ka, kstride);
+          _tile_dpbf16ps(0, 4, 5);
+          if (nkt > 1) {
+            _tile_loadd(6, ka + 16 * kstride, kstride);
+            _tile_dpbf16ps(1, 6, 5);
           }
-        _tile_stored(0, s.st.data() + qt * chunk_keys * 16 + kt * 256, 64);
-      }
+          if (nkt > 2) {
+            _tile_loadd(4, ka + 32 * kstride, kstride);
+            _tile_dpbf16ps(2, 4, 5);
+          }
+          if (nkt > 3) {
+            _tile_loadd(6, ka + 48 * kstride, kstride);
+            _tile_dpbf16ps(3, 6, 5);
+          }
+        }
+      float* st = s.st.data() + qt * chunk_keys * 16;
+      _tile_stored(0, st, 64);
+      if (nkt > 1) _tile_stored(1, st + 256, 64);
+      if (nkt > 2) _tile_stored(2, st + 512, 64);
+      if (nkt > 3) _tile_stored(3, st + 768, 64);
+    }
     decode_pairs(a.v, c0, n, nu * 16, dvp, s.vb.data(), vb_plane);
 
     for (std::size_t qt = 0; qt < nqt; ++qt) {
-      float* st = s.st.data() + qt * chunk_keys * 16;
-      const __m512i lim = _mm512_loadu_si512(s.lim.data() + qt * 16);
-      const __m512 sf = _mm512_set1_ps(a.s_factor);
-      __m512 mc = neg_inf;
-      for (std::size_t j = 0; j < n; ++j) {
-        const __mmask16 vis = _mm512_cmpgt_epi32_mask(lim, _mm512_set1_epi32(static_cast<int>(c0 + j)));
-        const __m512 v = _mm512_mask_blend_ps(vis, neg_inf, _mm512_mul_ps(_mm512_loadu_ps(st + j * 16), sf));
-        _mm512_storeu_ps(st + j * 16, v);
-        mc = _mm512_max_ps(mc, v);
+      // S^T tiles (keys x queries) -> S rows (queries x keys): the softmax then runs over the
+      // keys of one query per vector and writes P straight into the A-tile layout.
+      const float* st = s.st.data() + qt * chunk_keys * 16;
+      float* srow = s.part.data();  // 16 x 64 floats, free until the P V product below
+      for (std::size_t kt = 0; kt < nkt; ++kt) {
+        __m512i rr[16];
+        for (std::size_t i = 0; i < 16; ++i) rr[i] = _mm512_loadu_si512(st + (kt * 16 + i) * 16);
+        transpose16(rr);
+        for (std::size_t q = 0; q < 16; ++q) _mm512_storeu_si512(srow + q * chunk_keys + kt * 16, rr[q]);
       }
-      const __m512 mo = _mm512_loadu_ps(s.m + qt * 16);
-      const __m512 mn = _mm512_max_ps(mo, mc);
-      const __mmask16 valid = _mm512_cmp_ps_mask(mn, neg_inf, _CMP_GT_OQ);
-      const __mmask16 had = _mm512_cmp_ps_mask(mo, neg_inf, _CMP_GT_OQ);
-      const __m512 alpha = _mm512_maskz_mov_ps(had, exp512(_mm512_sub_ps(mo, mn)));
-      __m512 lsum = _mm512_setzero_ps();
-      const __m512 inv_ps = _mm512_set1_ps(a.p.scale);
-      for (std::size_t j = 0; j < chunk_keys; ++j) {
-        __m512 e = _mm512_setzero_ps();
-        if (j < n) {
-          const __m512 v = _mm512_loadu_ps(st + j * 16);
-          const __mmask16 vis = _mm512_mask_cmp_ps_mask(valid, v, neg_inf, _CMP_GT_OQ);
-          e = _mm512_maskz_mov_ps(vis, exp512(_mm512_sub_ps(v, mn)));
+      const std::size_t valid_rows = std::min<std::size_t>(16, rows - qt * 16);
+      const __m512 sf = _mm512_set1_ps(a.s_factor), ps = _mm512_set1_ps(a.p.scale);
+      const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+      for (std::size_t r = 0; r < valid_rows; ++r) {
+        const std::size_t row = qt * 16 + r;
+        const std::size_t vis = a.limit[row] > c0 ? std::min(n, a.limit[row] - c0) : 0;
+        std::uint16_t* pa = s.pa.data() + qt * 16 * chunk_keys + r * chunk_keys;
+        if (vis == 0) {
+          for (unsigned pl = 0; pl < npp; ++pl) std::memset(pa + pl * pa_plane, 0, chunk_keys * 2);
+          s.alpha[r] = 1.0f;
+          continue;
+        }
+        __m512 v[4];
+        __mmask16 mk[4];
+        __m512 mc = neg_inf;
+        for (std::size_t j4 = 0; j4 < 4; ++j4) {
+          mk[j4] = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(vis)),
+                                           _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(16 * j4))));
+          v[j4] = j4 < nkt ? _mm512_maskz_mul_ps(mk[j4], _mm512_loadu_ps(srow + r * chunk_keys + 16 * j4), sf) : _mm512_setzero_ps();
+          mc = _mm512_mask_max_ps(mc, mk[j4], mc, v[j4]);
+        }
+        const float mo = s.m[row], mn = std::max(mo, _mm512_reduce_max_ps(mc));
+        const float alpha = mo == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(mo - mn);
+        __m512 lsum = _mm512_setzero_ps();
+        const __m512 mnv = _mm512_set1_ps(mn);
+        for (std::size_t j4 = 0; j4 < 4; ++j4) {
+          __m512 e = _mm512_maskz_mov_ps(mk[j4], exp512(_mm512_sub_ps(v[j4], mnv)));
           lsum = _mm512_add_ps(lsum, e);
-          if (pr != p_round::none) e = round_p(_mm512_div_ps(e, inv_ps), pr, a.p);
+          if (pr != p_round::none) e = round_p(_mm512_div_ps(e, ps), pr, a.p);
+          store_planes16(e, npp, pa + 16 * j4, pa_plane);
         }
-        store_planes16(e, npp, s.pt.data() + j * 16, chunk_keys * 16);
-      }
-      _mm512_storeu_ps(s.l + qt * 16, _mm512_fmadd_ps(_mm512_loadu_ps(s.l + qt * 16), alpha, lsum));
-      _mm512_storeu_ps(s.m + qt * 16, _mm512_mask_blend_ps(valid, mo, mn));
-      _mm512_storeu_ps(s.alpha, alpha);
-      // P^T (keys x queries) -> P (queries x keys) pairs for the A tiles
-      for (unsigned pl = 0; pl < npp; ++pl) {
-        const std::uint16_t* pt = s.pt.data() + pl * chunk_keys * 16;
-        std::uint16_t* pa = s.pa.data() + pl * pa_plane + qt * 16 * chunk_keys;
-        for (std::size_t half = 0; half < 2; ++half) {
-          __m512i rr[16];
-          for (std::size_t i = 0; i < 16; ++i) {
-            const std::size_t jp = half * 16 + i;
-            const __m512i lo = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pt + 2 * jp * 16)));
-            const __m512i hi = _mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(pt + (2 * jp + 1) * 16)));
-            rr[i] = _mm512_or_si512(lo, _mm512_slli_epi32(hi, 16));
-          }
-          transpose16(rr);
-          for (std::size_t q = 0; q < 16; ++q) _mm512_storeu_si512(pa + q * chunk_keys + half * 32, rr[q]);
-        }
+        s.l[row] = s.l[row] * alpha + _mm512_reduce_add_ps(lsum);
+        s.m[row] = mn;
+        s.alpha[r] = alpha;
       }
       // part = P V over this chunk, 16 queries x dv, four 16-column tiles at a time
       for (std::size_t g = 0; g < dvp; g += 64) {
@@ -563,16 +586,16 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
             _tile_loadd(5, vb, vs);
             _tile_dpbf16ps(0, 4, 5);
             if (nt > 1) {
-              _tile_loadd(5, vb + 32, vs);
-              _tile_dpbf16ps(1, 4, 5);
+              _tile_loadd(7, vb + 32, vs);
+              _tile_dpbf16ps(1, 4, 7);
             }
             if (nt > 2) {
               _tile_loadd(5, vb + 64, vs);
               _tile_dpbf16ps(2, 4, 5);
             }
             if (nt > 3) {
-              _tile_loadd(5, vb + 96, vs);
-              _tile_dpbf16ps(3, 4, 5);
+              _tile_loadd(7, vb + 96, vs);
+              _tile_dpbf16ps(3, 4, 7);
             }
           }
         float* part = s.part.data() + g;
