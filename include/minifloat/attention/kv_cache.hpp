@@ -99,8 +99,8 @@ class kv_cache {
     for (const float x : k) nonfinite_ = nonfinite_ || !std::isfinite(x);
     if (!merged())
       for (const float x : v) nonfinite_ = nonfinite_ || !std::isfinite(x);
-    if (!k_scale_ && cfg_.k) k_scale_ = cfg_.k_scale ? *cfg_.k_scale : first_scale(k, hk * n, d, *cfg_.k);
-    if (!merged() && !v_scale_ && cfg_.v) v_scale_ = cfg_.v_scale ? *cfg_.v_scale : first_scale(v, hk * n, dv, *cfg_.v);
+    if (!k_scale_ && cfg_.k && cfg_.k->gran == granularity::tensor) k_scale_ = cfg_.k_scale ? *cfg_.k_scale : first_scale(k, hk * n, d, *cfg_.k);
+    if (!merged() && !v_scale_ && cfg_.v && cfg_.v->gran == granularity::tensor) v_scale_ = cfg_.v_scale ? *cfg_.v_scale : first_scale(v, hk * n, dv, *cfg_.v);
     std::vector<float> vtok;  // the V values of one head (merged: C[..., :dv])
     for (std::size_t h = 0; h < hk; ++h) {
       const auto kh = k.subspan(h * n * d, n * d);

@@ -168,6 +168,14 @@ MINIFLOAT_TARGET_AMX inline void decode64(__m512i codes, __m512i thi0, __m512i t
   w1 = _mm512_unpackhi_epi8(lo, hi);
 }
 
+/// The bits of 16 bfloat16 values (a vector bit cast; std::bit_cast would be instantiated without
+/// the AVX target).
+MINIFLOAT_TARGET_AMX inline __m256i bf16_bits(__m256bh x) {
+  __m256i r;
+  std::memcpy(&r, &x, sizeof r);
+  return r;
+}
+
 /// Adds delta to the exponent of every non-zero bfloat16 word (an MX power-of-two scale).
 MINIFLOAT_TARGET_AMX inline __m512i fold_exponent(__m512i w, __m512i delta) {
   const __mmask32 nz = _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x7FFF));
@@ -226,7 +234,7 @@ MINIFLOAT_TARGET_AMX inline __m512 round_p(__m512 x, p_round kind, const static_
     case p_round::e4m3: return round_grid_rne(x, 3, -6, 448.0f);
     case p_round::e5m2: return round_grid_rne(x, 2, -14, 57344.0f);
     case p_round::bf16: {
-      const __m256i h = std::bit_cast<__m256i>(_mm512_cvtneps_pbh(x));
+      const __m256i h = bf16_bits(_mm512_cvtneps_pbh(x));
       const __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
       return _mm512_min_ps(v, _mm512_set1_ps(std::numeric_limits<float>::max()));  // saturating (inf -> max)
     }
@@ -260,14 +268,14 @@ MINIFLOAT_TARGET_AMX inline __m512 round_p(__m512 x, p_round kind, const static_
 
 /// x (16 lanes) -> bfloat16 planes at out[plane * plane_stride], 16 words each.
 MINIFLOAT_TARGET_AMX inline void store_planes16(__m512 x, unsigned planes, std::uint16_t* out, std::size_t plane_stride) {
-  const __m256i hi = std::bit_cast<__m256i>(_mm512_cvtneps_pbh(x));
+  const __m256i hi = bf16_bits(_mm512_cvtneps_pbh(x));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), hi);
   if (planes == 1) return;
   const __m512 hf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
   const __m512 r1 = _mm512_sub_ps(x, hf);
-  const __m256i mid = std::bit_cast<__m256i>(_mm512_cvtneps_pbh(r1));
+  const __m256i mid = bf16_bits(_mm512_cvtneps_pbh(r1));
   const __m512 mf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(mid), 16));
-  const __m256i lo = std::bit_cast<__m256i>(_mm512_cvtneps_pbh(_mm512_sub_ps(r1, mf)));
+  const __m256i lo = bf16_bits(_mm512_cvtneps_pbh(_mm512_sub_ps(r1, mf)));
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + plane_stride), mid);
   _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * plane_stride), lo);
 }
@@ -297,6 +305,14 @@ MINIFLOAT_TARGET_AMX inline void transpose16(__m512i r[16]) {
     r[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
     r[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xDD);
   }
+}
+
+/// Array forms of round_p and exp512 for tests (n a multiple of 16).
+MINIFLOAT_TARGET_AMX inline void round_p_array(const float* x, float* out, std::size_t n, const static_format& p) {
+  for (std::size_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, round_p(_mm512_loadu_ps(x + i), p_round_of(p), p));
+}
+MINIFLOAT_TARGET_AMX inline void exp_array(const float* x, float* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, exp512(_mm512_loadu_ps(x + i)));
 }
 
 // --- operand decoding ------------------------------------------------------------------------------
