@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "args.hpp"
 #include "commands.hpp"
 
 namespace minifloat::cli {
@@ -88,7 +89,7 @@ int cmd_attention(const argv_t& argv) {
   if (q.shape[3] != k.shape[3])
     throw shape_error("attention: K has d = " + std::to_string(k.shape[3]) + "; expected Q's d = " + std::to_string(q.shape[3]));
   const attention_shape s{q.shape[0], q.shape[1], k.shape[1], q.shape[2], k.shape[2], q.shape[3], v.shape[3]};
-  const attention_result res = attention(q.values, k.values, v.values, s, r, opt,
+  const attention_result res = minifloat::attention::attention(q.values, k.values, v.values, s, r, opt,
                                          path == "fast" ? attention_path::fast : attention_path::reference);
   std::vector<std::size_t> out_shape{s.q_heads, s.q_len, s.v_dim};
   if (q.batched) out_shape.insert(out_shape.begin(), s.batch);

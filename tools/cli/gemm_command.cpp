@@ -2,6 +2,7 @@
 // path, for kernel authors to check against (include/minifloat/gemm/reference.hpp).
 #include <minifloat/io/npy.hpp>
 // (io first: npy.hpp's enumerator float16 would shadow minifloat::float16 under -Wshadow)
+#include <minifloat/core/checked.hpp>
 #include <minifloat/gemm/gemm.hpp>
 #include <minifloat/quant/scheme_string.hpp>
 
@@ -9,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "args.hpp"
 #include "commands.hpp"
 
 namespace minifloat::cli {
