@@ -82,6 +82,8 @@ commands:
       [--path reference|fast]     double-precision reference (default) or the tiled kernel
       [--threads N] [--isa L]     fast path only
       [--stats M_L.npy]           also write (..., Tq, 2): row max m and row sum l
+      [--hadamard] [--rotation-seed N]  rotate Q and K along d by a random orthogonal Hadamard
+                                  matrix before quantizing (cancels in QK^T; d a power of two)
   gemm A.npy B.npy OUT.npy        quantized GEMM, OUT (M, N) float32
       --a-scheme S --b-scheme S   A (M, K), B (N, K) or (K, N); MX blocks run along K
       [--b-layout nk|kn]          default nk

@@ -17,7 +17,8 @@ namespace {
 
 constexpr auto attention_usage =
     "minifloat attention Q.npy K.npy V.npy OUT.npy [--q-scheme S] [--k-scheme S] [--v-scheme S] [--p-format F] "
-    "[--p-scale X] [--causal] [--softmax-scale X] [--path reference|fast] [--threads N] [--isa LEVEL] [--stats M_L.npy]";
+    "[--p-scale X] [--causal] [--softmax-scale X] [--path reference|fast] [--threads N] [--isa LEVEL] [--stats M_L.npy] "
+    "[--hadamard [--rotation-seed N]]";
 
 /// A float32 operand (H, T, C) or (B, H, T, C), as (B, H, T, C).
 struct operand {
@@ -46,8 +47,9 @@ void write_result(const std::string& path, std::span<const std::size_t> shape, s
 }  // namespace
 
 int cmd_attention(const argv_t& argv) {
-  args a(argv, {"q-scheme", "k-scheme", "v-scheme", "p-format", "p-scale", "softmax-scale", "path", "threads", "isa", "stats"},
-         {"causal"});
+  args a(argv, {"q-scheme", "k-scheme", "v-scheme", "p-format", "p-scale", "softmax-scale", "path", "threads", "isa", "stats",
+          "rotation-seed"},
+         {"causal", "hadamard"});
   a.expect_positional(4, attention_usage);
   using namespace minifloat::attention;
   attention_recipe r;
@@ -64,6 +66,11 @@ int cmd_attention(const argv_t& argv) {
     const double ps = parse_number(*x, "--p-scale");
     if (!(ps > 0) || !std::isfinite(static_cast<float>(ps))) throw usage_error("--p-scale must be a finite positive number, got " + *x);
     r.p.scale = static_cast<float>(ps);
+  }
+  if (a.flag("hadamard")) r.rotation = qk_rotation::hadamard;
+  if (auto x = a.get("rotation-seed")) {
+    if (!a.flag("hadamard")) throw usage_error("--rotation-seed needs --hadamard");
+    r.rotation_seed = parse_integer<std::uint64_t>(*x, "--rotation-seed");
   }
   attention_options opt;
   opt.mask = a.flag("causal") ? mask_kind::causal : mask_kind::none;

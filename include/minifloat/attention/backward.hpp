@@ -92,6 +92,10 @@ inline float round_static_f(float x, const static_format& f) {
     }
   });
   for (const float a : amax) res.ds_amax = std::max(res.ds_amax, a);
+  if (r.rotation == qk_rotation::hadamard) {  // back from the rotated Q, K: M^T
+    detail::rotate_rows(res.dq, d, r.rotation_seed, true);
+    detail::rotate_rows(res.dk, d, r.rotation_seed, true);
+  }
   return res;
 }
 

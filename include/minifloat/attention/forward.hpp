@@ -182,6 +182,14 @@ inline void run_blocks(const attention_shape& s, std::span<const float> qv, cons
   detail::check_fast_operand(r.v, "V", 0);
   if (simd::detail::resolve(opt.isa) == simd::isa::automatic)
     throw unsupported_error("attention: isa " + std::string(simd::to_string(opt.isa)) + " is not available on this CPU");
+  if (r.rotation == qk_rotation::hadamard) {  // rotate, then run the plain recipe on the rotated Q, K
+    std::vector<float> qr(q.begin(), q.end()), kr(k.begin(), k.end());
+    detail::rotate_rows(qr, s.head_dim, r.rotation_seed, false);
+    detail::rotate_rows(kr, s.head_dim, r.rotation_seed, false);
+    attention_recipe plain = r;
+    plain.rotation = qk_rotation::none;
+    return attention_forward(qr, kr, v, s, plain, opt);
+  }
   const std::size_t groups = s.batch * s.kv_heads, tk = s.kv_len, d = s.head_dim, dv = s.v_dim;
   // K as one (B*Hkv*Tk, d) matrix; V one tensor or one (Tk, dv) matrix per group (reference.hpp).
   std::optional<quantized_tensor> kq;

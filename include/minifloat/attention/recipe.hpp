@@ -17,6 +17,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "../core/checked.hpp"
 #include "../core/errors.hpp"
@@ -57,9 +58,17 @@ struct static_format {
   float scale = 1.0f;               ///< x^ = scale * decode(encode(float32(x / scale)))
 };
 
+/// FlashAttention-3's incoherent processing: Q and K multiplied along d by one random orthogonal
+/// Hadamard matrix M = W D / sqrt(d) (W the Sylvester Hadamard matrix, D random signs) before
+/// they are quantized. (Q M^T)(K M^T)^T = Q K^T, so only the quantization sees it: outlier
+/// channels are spread over all of d. Needs d a power of two.
+enum class qk_rotation : std::uint8_t { none, hadamard };
+
 struct attention_recipe {
   operand_scheme q, k, v;
   static_format p;
+  qk_rotation rotation = qk_rotation::none;
+  std::uint64_t rotation_seed = 0;  ///< the signs of D
   // backward (gradient role)
   operand_scheme d_out;  ///< dO, quantized as the matrix (B*Hq*Tq, dv)
   static_format d_s;     ///< dS = P o (dP - D), quantized element-wise as it is produced
@@ -153,6 +162,44 @@ struct attention_grads {
   if (!f.format) return x;
   return round_to_format(x / f.scale, *f.format);
 }
+
+// --- the Hadamard rotation ----------------------------------------------------------------------------
+
+namespace detail {
+
+/// The random signs of D (splitmix64 of seed, one bit per channel).
+inline std::vector<double> rotation_signs(std::size_t d, std::uint64_t seed) {
+  std::vector<double> s(d);
+  std::uint64_t x = seed * 0x9E3779B97F4A7C15ULL + 0x632BE59BD9B4E019ULL;
+  for (std::size_t i = 0; i < d; ++i) {
+    std::uint64_t z = (x += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    s[i] = ((z ^ (z >> 31)) & 1U) != 0 ? -1.0 : 1.0;
+  }
+  return s;
+}
+
+/// In place on every d-row of x: x <- M x (forward) or M^T x (transpose), in double, rounded to float.
+inline void rotate_rows(std::span<float> x, std::size_t d, std::uint64_t seed, bool transpose) {
+  if (d == 0 || (d & (d - 1)) != 0)
+    throw shape_error("attention: the Hadamard rotation needs d a power of two, got d = " + std::to_string(d));
+  const auto sign = rotation_signs(d, seed);
+  const double norm = 1.0 / std::sqrt(static_cast<double>(d));
+  std::vector<double> row(d);
+  for (std::size_t r = 0; r < x.size() / d; ++r) {
+    for (std::size_t i = 0; i < d; ++i) row[i] = static_cast<double>(x[r * d + i]) * (transpose ? 1.0 : sign[i]);
+    for (std::size_t h = 1; h < d; h *= 2)  // fast Walsh-Hadamard transform (W is symmetric)
+      for (std::size_t i = 0; i < d; i += 2 * h)
+        for (std::size_t j = i; j < i + h; ++j) {
+          const double a = row[j], b = row[j + h];
+          row[j] = a + b, row[j + h] = a - b;
+        }
+    for (std::size_t i = 0; i < d; ++i) x[r * d + i] = static_cast<float>(row[i] * norm * (transpose ? sign[i] : 1.0));
+  }
+}
+
+}  // namespace detail
 
 // --- checks ---------------------------------------------------------------------------------------
 

@@ -4,7 +4,8 @@
 //   Q^, K^, V^ = dequantize(quantize(X, scheme)) (no scheme: X). Q and K are quantized as the
 //   matrices (B*Hq*Tq, d) and (B*Hkv*Tk, d) (MX blocks run along d); V as one (Tk, dv) matrix per
 //   (batch, head), so mxfp8_e4m3/axis=0 puts its blocks along T; a `tensor` granularity computes
-//   one scale over the whole array (Q, K or V).
+//   one scale over the whole array (Q, K or V). With the Hadamard rotation (recipe.hpp) Q and K
+//   are first multiplied along d by M (in double, rounded to float32), then quantized.
 //   S = scale * Q^ K^T in double; m = max of S over the visible keys (NaN if any is NaN);
 //   P~ = exp(S - m) on visible keys (masked keys are left out of every sum); l = sum P~;
 //   P^ = P~, or p_scale * decode(encode_F(float32(P~ / p_scale))) (F's default rounding, saturating);
@@ -172,8 +173,16 @@ inline std::vector<float> to_float(const std::vector<double>& x) {
                                                               const attention_recipe& r) {
   check_attention_call(s, q.size(), k.size(), v.size(), r);
   dequantized_operands o;
-  o.q = detail::fake_quantize_rows(q, s.rows(), s.head_dim, r.q);
-  o.k = detail::fake_quantize_rows(k, s.batch * s.kv_heads * s.kv_len, s.head_dim, r.k);
+  if (r.rotation == qk_rotation::hadamard) {
+    std::vector<float> qr(q.begin(), q.end()), kr(k.begin(), k.end());
+    detail::rotate_rows(qr, s.head_dim, r.rotation_seed, false);
+    detail::rotate_rows(kr, s.head_dim, r.rotation_seed, false);
+    o.q = detail::fake_quantize_rows(qr, s.rows(), s.head_dim, r.q);
+    o.k = detail::fake_quantize_rows(kr, s.batch * s.kv_heads * s.kv_len, s.head_dim, r.k);
+  } else {
+    o.q = detail::fake_quantize_rows(q, s.rows(), s.head_dim, r.q);
+    o.k = detail::fake_quantize_rows(k, s.batch * s.kv_heads * s.kv_len, s.head_dim, r.k);
+  }
   o.v = detail::fake_quantize_groups(v, s.batch * s.kv_heads, s.kv_len, s.v_dim, r.v);
   return o;
 }
@@ -201,7 +210,12 @@ inline std::vector<float> to_float(const std::vector<double>& x) {
   const auto dq = detail::fake_quantize_rows(d_out, s.rows(), s.v_dim, r.d_out);
   const auto g = detail::backward_double(op.q.data(), op.k.data(), op.v.data(), dq.data(), s, r.p, r.d_s,
                                          softmax_scale_of(s, opt), opt.mask);
-  return {detail::to_float(g.dq), detail::to_float(g.dk), detail::to_float(g.dv), static_cast<float>(g.ds_amax)};
+  attention_grads out{detail::to_float(g.dq), detail::to_float(g.dk), detail::to_float(g.dv), static_cast<float>(g.ds_amax)};
+  if (r.rotation == qk_rotation::hadamard) {  // gradients of the rotated Q, K back to Q, K: M^T
+    detail::rotate_rows(out.dq, s.head_dim, r.rotation_seed, true);
+    detail::rotate_rows(out.dk, s.head_dim, r.rotation_seed, true);
+  }
+  return out;
 }
 
 }  // namespace minifloat::attention

@@ -223,3 +223,38 @@ TEST_CASE("attention: the AVX-512 P rounding and exp agree with the scalar defin
   CHECK(worst < 0x1p-21);
 #endif
 }
+
+TEST_CASE("attention: the Hadamard rotation of Q and K cancels in Q K^T", "[attention]") {
+  const attention_shape s{1, 4, 2, 6, 50, 64, 32};
+  auto k = gaussian(s.k_size(), 61);
+  add_outlier_channels(k, s.head_dim, {5, 40}, 30.0f);
+  const auto q = gaussian(s.q_size(), 62), v = gaussian(s.v_size(), 63);
+  attention_options opt;
+  opt.mask = mask_kind::causal;
+  attention_recipe plain;
+  attention_recipe rot = plain;
+  rot.rotation = qk_rotation::hadamard, rot.rotation_seed = 9;
+  const auto a = attention_reference(q, k, v, s, plain, opt), b = attention_reference(q, k, v, s, rot, opt);
+  for (std::size_t i = 0; i < a.out.size(); ++i) CHECK(b.out[i] == Approx(a.out[i]).margin(1e-5));
+  // with 8-bit Q and K the rotation changes what is quantized; the fast path follows the reference
+  for (const char* sch : {"float8_e4m3fn/tensor", "hifloat8/tensor", "mxfp8_e4m3"}) {
+    INFO(sch);
+    attention_recipe r = make_recipe({sch, sch, "fp32", "fp32"});
+    r.rotation = qk_rotation::hadamard, r.rotation_seed = 3;
+    const auto ref = attention_reference(q, k, v, s, r, opt), fast = attention_forward(q, k, v, s, r, opt);
+    const auto op = dequantize_operands(q, k, v, s, r);
+    CHECK(bound_ratio(fast.out, ref.out, fast_bound(op, s, r.p, 1.0 / 8.0, true, ref.out)) < 1.0);
+    const auto dout = gaussian(s.out_size(), 64);
+    const auto gr = attention_backward_reference(q, k, v, dout, s, r, opt);
+    const auto gf = attention_backward(q, k, v, dout, fast, s, r, opt);
+    for (std::size_t i = 0; i < gr.dq.size(); ++i) CHECK(gf.dq[i] == Approx(gr.dq[i]).margin(1e-4));
+    for (std::size_t i = 0; i < gr.dk.size(); ++i) CHECK(gf.dk[i] == Approx(gr.dk[i]).margin(1e-4));
+  }
+  // unquantized: the rotated gradients rotate back to the plain ones
+  const auto dout = gaussian(s.out_size(), 65);
+  const auto g0 = attention_backward_reference(q, k, v, dout, s, plain, opt), g1 = attention_backward_reference(q, k, v, dout, s, rot, opt);
+  for (std::size_t i = 0; i < g0.dq.size(); ++i) CHECK(g1.dq[i] == Approx(g0.dq[i]).margin(1e-5));
+  attention_shape odd = s;
+  odd.head_dim = 48;
+  CHECK_THROWS_AS(attention_reference(gaussian(odd.q_size(), 1), gaussian(odd.k_size(), 2), v, odd, rot, opt), shape_error);
+}
