@@ -496,6 +496,12 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
   for (std::size_t c0 = 0; c0 < kmax; c0 += chunk_keys) {
     const std::size_t n = std::min(chunk_keys, kmax - c0);
     const std::size_t nkt = (n + 15) / 16, nu = (n + 31) / 32;
+    // the next chunk's rows, so the loads of this one's decode do not wait for DRAM
+    if (c0 + chunk_keys < kmax)
+      for (std::size_t r = c0 + chunk_keys, e = std::min(kmax, c0 + 2 * chunk_keys); r < e; ++r) {
+        for (std::size_t b = 0; b < a.k.row_bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(a.k.data + r * a.k.row_bytes + b), _MM_HINT_T0);
+        for (std::size_t b = 0; b < a.v.row_bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(a.v.data + r * a.v.row_bytes + b), _MM_HINT_T0);
+      }
     // K rows: straight from bfloat16 storage when no padding is needed
     const std::uint16_t* kb = s.kb.data();
     std::size_t kstride = dp * 2;
