@@ -12,8 +12,11 @@
 // in double (attention::decode_attention). See README.md here.
 //
 // Usage: kv_study [--full] [--data DIR] [--queries N] [--lengths T1,T2,...] [--dim D] [--seed S]
-//   default (also the ctest smoke run): PP-OCRv4 data + one synthetic cache T = 4096, 8 queries
-//   --full: the README's numbers: synthetic T = 4096, 16384, 65536 with 64 queries each
+//   default (also the ctest smoke run): PP-OCRv4 data + one synthetic cache T = 4096, 8 queries,
+//     then the full-recipe tables (PP-OCRv4, synthetic GQA decode T = 2048)
+//   --full: the README's numbers: synthetic T = 4096, 16384, 65536 with 64 queries each; full
+//     recipes at T = 4096 and 16384
+//   --lengths: the synthetic lengths of both parts
 #include <minifloat/io/npy.hpp>
 // (io first: npy.hpp's enumerator float16 would shadow minifloat::float16 under -Wshadow)
 
@@ -357,6 +360,7 @@ int main(int argc, char** argv) {
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
+  const bool lengths_given = !lengths.empty();
   if (lengths.empty()) lengths = full ? std::vector<std::size_t>{4096, 16384, 65536} : std::vector<std::size_t>{4096};
   if (queries == 0) queries = full ? 64 : 8;
   const unsigned threads = std::max(1U, std::min(2U, std::thread::hardware_concurrency()));
@@ -379,7 +383,7 @@ int main(int argc, char** argv) {
                 "inputs. P~ = exp(S - m) is quantized with p-scale X as X * decode(encode(P~ / X)).\n");
     for (const auto& [block, weight] : {std::pair{"svtr0", "rec.linear_77.w_0"}, std::pair{"svtr1", "rec.linear_81.w_0"}})
       if (!ppocr_full(data, block, weight, threads)) std::printf("\n(PP-OCRv4 data not found under %s)\n", data.string().c_str());
-    for (const auto t : full ? std::vector<std::size_t>{4096, 16384} : std::vector<std::size_t>{2048}) {
+    for (const auto t : full ? std::vector<std::size_t>{4096, 16384} : lengths_given ? lengths : std::vector<std::size_t>{2048}) {
       synthetic_full(t, seed, threads, true);
       synthetic_full(t, seed, threads, false);
     }

@@ -64,6 +64,9 @@ inline kv_view make_view(std::span<const float> values, const quantized_tensor* 
     v.mx_axis = s.axis;
     v.mx_stride = s.axis == 1 ? (cols + 31) / 32 : cols;
     v.mx = q->mx_scales().data() + (s.axis == 1 ? r0 * v.mx_stride : (r0 / 32) * v.mx_stride);
+    const std::size_t n = (s.axis == 1 ? rows : (rows + 31) / 32) * v.mx_stride;
+    const auto [lo, hi] = std::minmax_element(v.mx, v.mx + n);
+    v.mx_bf16_exact = n == 0 || mx_bf16_exact(s.format, *lo, *hi);
   } else if (!q->scales().empty()) {
     v.scale = q->scales()[0];
   }

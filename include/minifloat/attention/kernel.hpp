@@ -43,6 +43,9 @@ struct kv_view {
   const std::uint8_t* mx = nullptr;            ///< E8M0 scales or null
   std::size_t mx_stride = 0;                   ///< bytes between rows of the scale grid
   int mx_axis = 1;                             ///< 1: [row][ceil(cols/32)] (K); 0: [ceil(rows/32)][cols] (V)
+  /// Every MX-scaled value is a normal bfloat16 (the AMX path's condition, x86/amx.hpp); set by
+  /// whoever builds the view (mx_bf16_exact below), so no kernel call rescans the scales.
+  bool mx_bf16_exact = true;
 
   [[nodiscard]] std::uint8_t mx_code(std::size_t r, std::size_t c) const noexcept {
     return mx_axis == 1 ? mx[r * mx_stride + c / 32] : mx[(r / 32) * mx_stride + c];
@@ -74,6 +77,13 @@ inline const std::array<float, 256>& code_values(format_id f) {
 inline float e8m0_value(std::uint8_t e) noexcept {
   if (e == 0xFF) return std::numeric_limits<float>::quiet_NaN();
   return std::ldexp(1.0f, static_cast<int>(e) - 127);
+}
+
+/// Whether E8M0 scales in [lo, hi] keep every non-zero value of the 8-bit format f a normal
+/// bfloat16 (E4M3 values span 2^-9 .. 2^8, E5M2 2^-16 .. 2^15).
+inline bool mx_bf16_exact(format_id f, std::uint8_t lo, std::uint8_t hi) noexcept {
+  const int emin = f == format_id::float8_e4m3fn ? -9 : -16, emax = f == format_id::float8_e4m3fn ? 8 : 15;
+  return hi != 0xFF && static_cast<int>(lo) - 127 + emin >= -126 && static_cast<int>(hi) - 127 + emax <= 127;
 }
 
 inline float bf16_value(std::uint16_t bits) noexcept { return std::bit_cast<float>(static_cast<std::uint32_t>(bits) << 16); }

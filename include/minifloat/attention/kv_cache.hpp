@@ -104,7 +104,7 @@ class kv_cache {
     std::vector<float> vtok;  // the V values of one head (merged: C[..., :dv])
     for (std::size_t h = 0; h < hk; ++h) {
       const auto kh = k.subspan(h * n * d, n * d);
-      append_rows(heads_[h].k, heads_[h].kmx, heads_[h].kmx_row, kh, n, d, cfg_.k, k_scale_);
+      append_rows(heads_[h].k, heads_[h].kmx, heads_[h].kmx_row, heads_[h].kmx_lo, heads_[h].kmx_hi, kh, n, d, cfg_.k, k_scale_);
       if (merged()) {
         if (!separate_v()) continue;
         vtok.resize(n * dv);
@@ -113,7 +113,8 @@ class kv_cache {
       } else if (cfg_.v && cfg_.v->gran == granularity::mx) {
         append_v_mx(heads_[h], v.subspan(h * n * dv, n * dv), n);
       } else {
-        append_rows(heads_[h].v, heads_[h].vmx, heads_[h].vmx_row, v.subspan(h * n * dv, n * dv), n, dv, cfg_.v, v_scale_);
+        append_rows(heads_[h].v, heads_[h].vmx, heads_[h].vmx_row, heads_[h].vmx_lo, heads_[h].vmx_hi, v.subspan(h * n * dv, n * dv), n,
+                    dv, cfg_.v, v_scale_);
       }
     }
     tokens_ += n;
@@ -122,14 +123,16 @@ class kv_cache {
   /// K of KV head h as the kernel reads it.
   [[nodiscard]] kv_view k_view(std::size_t h) const {
     const auto& hd = heads_.at(h);
-    return view_of(hd.k, hd.kmx, cfg_.k, cfg_.head_dim, 1, k_scale());
+    kv_view v = view_of(hd.k, hd.kmx, cfg_.k, cfg_.head_dim, 1, k_scale());
+    if (v.mx != nullptr) v.mx_bf16_exact = detail::mx_bf16_exact(v.format, hd.kmx_lo, hd.kmx_hi);
+    return v;
   }
   /// V of KV head h; for a merged MX cache with pv_source::requantize, `tmp` receives the codes
   /// re-quantized along T from the stored ones and the view points into it.
   [[nodiscard]] kv_view v_view(std::size_t h, std::optional<quantized_tensor>& tmp) const {
     const auto& hd = heads_.at(h);
     if (merged() && !separate_v()) {
-      kv_view v = view_of(hd.k, hd.kmx, cfg_.k, cfg_.head_dim, 1, k_scale());
+      kv_view v = k_view(h);
       v.cols = cfg_.v_dim;
       return v;
     }
@@ -140,7 +143,9 @@ class kv_cache {
       tmp = quantize(cv, tokens_, cfg_.v_dim, *cfg_.v);
       return detail::make_view({}, &*tmp, 0, tokens_, cfg_.v_dim);
     }
-    return view_of(hd.v, hd.vmx, cfg_.v, cfg_.v_dim, 0, v_scale());
+    kv_view v = view_of(hd.v, hd.vmx, cfg_.v, cfg_.v_dim, 0, v_scale());
+    if (v.mx != nullptr) v.mx_bf16_exact = detail::mx_bf16_exact(v.format, hd.vmx_lo, hd.vmx_hi);
+    return v;
   }
 
   /// K^ and V^ of head h as fp32 (code value x every scale): what the reference reads.
@@ -155,6 +160,7 @@ class kv_cache {
   struct head {
     std::vector<std::uint8_t> k, kmx, v, vmx;
     std::size_t kmx_row = 0, vmx_row = 0;
+    std::uint8_t kmx_lo = 0xFF, kmx_hi = 0, vmx_lo = 0xFF, vmx_hi = 0;  // range of the E8M0 scales
     std::vector<float> vstage;  // fp32 tokens of the incomplete MX block along T
   };
 
@@ -172,8 +178,8 @@ class kv_cache {
   }
 
   static void append_rows(std::vector<std::uint8_t>& codes, std::vector<std::uint8_t>& mx, std::size_t& mx_row,
-                          std::span<const float> x, std::size_t n, std::size_t cols, const operand_scheme& s,
-                          const std::optional<float>& scale) {
+                          std::uint8_t& lo, std::uint8_t& hi, std::span<const float> x, std::size_t n, std::size_t cols,
+                          const operand_scheme& s, const std::optional<float>& scale) {
     if (!s) {
       const auto* b = reinterpret_cast<const std::uint8_t*>(x.data());  // NOLINT: stored as bytes
       codes.insert(codes.end(), b, b + n * cols * 4);
@@ -183,6 +189,7 @@ class kv_cache {
       const auto q = quantize(x, n, cols, *s);
       codes.insert(codes.end(), q.codes().begin(), q.codes().end());
       mx.insert(mx.end(), q.mx_scales().begin(), q.mx_scales().end());
+      for (const std::uint8_t e : q.mx_scales()) lo = std::min(lo, e), hi = std::max(hi, e);
       mx_row = (cols + 31) / 32;
       return;
     }
@@ -205,6 +212,8 @@ class kv_cache {
       std::copy(q.codes().begin(), q.codes().end(), h.v.begin() + static_cast<std::ptrdiff_t>(block * 32 * dv));
       h.vmx.resize((block + 1) * dv);
       std::copy(q.mx_scales().begin(), q.mx_scales().end(), h.vmx.begin() + static_cast<std::ptrdiff_t>(block * dv));
+      // (a rewritten tail block only narrows what it held before, so the running range stays a bound)
+      for (const std::uint8_t e : q.mx_scales()) h.vmx_lo = std::min(h.vmx_lo, e), h.vmx_hi = std::max(h.vmx_hi, e);
       h.vmx_row = dv;
       if (rows == 32) h.vstage.clear();
       i += take, t += take;
@@ -294,8 +303,6 @@ inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std:
   std::vector<std::pair<kv_view, kv_view>> views(s.kv_heads);
   std::vector<std::optional<quantized_tensor>> tmp(s.kv_heads);
   for (std::size_t h = 0; h < s.kv_heads; ++h) views[h] = {c.k_view(h), c.v_view(h, tmp[h])};
-  for (const auto& [kv, vv] : views)
-    if (vv.mx != nullptr && detail::has_nonfinite(vv)) return decode_reference(c, q, q_heads, n, r, opt);
   const float s_factor = static_cast<float>(softmax_scale_of(s, opt)) * qv.factor * (views.empty() ? 1.0f : views[0].first.scale);
   const float v_factor = (views.empty() ? 1.0f : views[0].second.scale) * (r.p.format ? r.p.scale : 1.0f);
   attention_result res;

@@ -258,3 +258,19 @@ TEST_CASE("attention: the Hadamard rotation of Q and K cancels in Q K^T", "[atte
   odd.head_dim = 48;
   CHECK_THROWS_AS(attention_reference(gaussian(odd.q_size(), 1), gaussian(odd.k_size(), 2), v, odd, rot, opt), shape_error);
 }
+
+TEST_CASE("attention: MX scales outside bfloat16's normal range take the scalar twin", "[attention]") {
+  const attention_shape s{1, 2, 1, 4, 40, 32, 32};
+  auto k = gaussian(s.k_size(), 71);
+  for (auto& x : k) x *= 1e-36f;  // E8M0 scales near 2^-120: E4M3 subnormals x scale leave bfloat16's normal range
+  const auto q = gaussian(s.q_size(), 72), v = gaussian(s.v_size(), 73);
+  const auto r = make_recipe({"fp32", "mxfp8_e4m3", "mxfp8_e4m3/axis=0", "fp32"});
+  attention_options opt;
+  opt.softmax_scale = 1e36;
+  const auto kq = quantize(k, 40, 32, *r.k);
+  const auto view = ad::make_view(k, &kq, 0, 40, 32);
+  CHECK_FALSE(view.mx_bf16_exact);
+  const auto ref = attention_reference(q, k, v, s, r, opt), fast = attention_forward(q, k, v, s, r, opt);
+  const auto op = dequantize_operands(q, k, v, s, r);
+  CHECK(bound_ratio(fast.out, ref.out, fast_bound(op, s, r.p, 1e36, false, ref.out)) < 1.0);
+}

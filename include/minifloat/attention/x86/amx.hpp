@@ -669,17 +669,8 @@ namespace minifloat::attention::detail {
 
 /// Whether the AMX path can read this operand exactly (8-bit codes with MX scales that keep every
 /// value a normal bfloat16, bfloat16 rows, fp32 rows).
-[[nodiscard]] inline bool amx_reads_exactly(const kv_view& x) {
-  if (x.mx == nullptr) return true;
-  if (x.kind != element_kind::code8) return false;
-  const int emin = x.format == format_id::float8_e4m3fn ? -9 : -16, emax = x.format == format_id::float8_e4m3fn ? 8 : 15;
-  const std::size_t gr = x.mx_axis == 1 ? x.rows : (x.rows + 31) / 32, gc = x.mx_axis == 1 ? (x.cols + 31) / 32 : x.cols;
-  for (std::size_t r = 0; r < gr; ++r)
-    for (std::size_t c = 0; c < gc; ++c) {
-      const int e = static_cast<int>(x.mx[r * x.mx_stride + c]) - 127;
-      if (e + emin < -126 || e + emax > 127) return false;
-    }
-  return true;
+[[nodiscard]] inline bool amx_reads_exactly(const kv_view& x) noexcept {
+  return x.mx == nullptr || (x.kind == element_kind::code8 && x.mx_bf16_exact);
 }
 
 /// The block on the path `level` selects (the scalar twin when AMX is not available).
