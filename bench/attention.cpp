@@ -12,7 +12,7 @@
 //   prefill/<recipe>/T:2048/threads:<n>   causal, Q K V and P in <recipe> (fp32, bf16, hifloat8,
 //       float8_e4m3fn, mxfp8_e4m3); GFLOP/s counts 4 d flops per visible (query, key) pair.
 //   fma_peak/threads:1   the fp32 FMA peak of one core (AVX-512 FMAs, 12 chains): the roof.
-// The targets compare rows of the same run: bench/README.md#attention.
+// The targets compare rows of the same run: bench/README.md#attention-attention.
 #include <benchmark/benchmark.h>
 
 #include <minifloat/attention/kv_cache.hpp>
