@@ -70,6 +70,26 @@ commands:
       [--quiet]                   no table
       Tensors are viewed as matrices: 1-D one row, 4-D (O,I,kh,kw) O x I*kh*kw, other N-D
       prod(leading) x last. Metrics: docs/analysis.md.
+  attention Q.npy K.npy V.npy OUT.npy   quantized attention (docs/attention.md): float32 Q (Hq, Tq, d),
+                                  K (Hkv, Tk, d), V (Hkv, Tk, dv), OUT (Hq, Tq, dv), each with an
+                                  optional leading batch dimension; Hq a multiple of Hkv
+      [--q-scheme S] [--k-scheme S] [--v-scheme S]   operand schemes (as analyze's, or fp32, bf16);
+                                  Q, K quantized as (B*H*T, d), V as one (Tk, dv) matrix per head
+                                  (mxfp8_e4m3/axis=0: blocks along T); default fp32
+      [--p-format F] [--p-scale X]  P~ = exp(S - m) quantized as X * decode(encode_F(P~ / X))
+      [--causal]                  key j visible to query i iff j <= i + Tk - Tq
+      [--softmax-scale X]         default 1/sqrt(d)
+      [--path reference|fast]     double-precision reference (default) or the tiled kernel
+      [--threads N] [--isa L]     fast path only
+      [--stats M_L.npy]           also write (..., Tq, 2): row max m and row sum l
+      [--hadamard] [--rotation-seed N]  rotate Q and K along d by a random orthogonal Hadamard
+                                  matrix before quantizing (cancels in QK^T; d a power of two)
+  gemm A.npy B.npy OUT.npy        quantized GEMM, OUT (M, N) float32
+      --a-scheme S --b-scheme S   A (M, K), B (N, K) or (K, N); MX blocks run along K
+      [--b-layout nk|kn]          default nk
+      [--order exact|fp32_blocks|fast]  exact (default): the exact sum rounded once; fp32_blocks:
+                                  the fast path's fp32 order (reference code); fast: the fast GEMM
+      [--threads N]
 
   help, --help                    this text
   version, --version              the version
@@ -97,6 +117,8 @@ int main(int argc, char** argv) {
     if (command == "decode") return cmd_decode(args);
     if (command == "quantize") return cmd_quantize(args);
     if (command == "analyze") return cmd_analyze(args);
+    if (command == "attention") return cmd_attention(args);
+    if (command == "gemm") return cmd_gemm(args);
     throw usage_error("unknown command '" + command + "'; run 'minifloat --help' for the list");
   } catch (const usage_error& e) {
     std::cerr << "minifloat " << command << ": error: " << e.what() << '\n';

@@ -6,16 +6,22 @@
 //       P C: (b1) from the fp32 values (a second copy written at append time), (b2) from the
 //       stored codes (dequantize, re-quantize: rounds twice);
 //   (c) FP8 E4M3, one fp32 scale per tensor (amax -> 448).
-// q and the softmax stay in double, so the error is the cache's alone. See README.md here.
+// Each stored cache is a merged attention::kv_cache (C stored once; the MX P C copy as the recipe
+// says) and the decode step is the library's fast kernel (attention::decode_step) with fp32 q
+// and fp32 P, whose own error (~1e-7) is far below the cache's; the reference is the fp32 cache
+// in double (attention::decode_attention). See README.md here.
 //
 // Usage: kv_study [--full] [--data DIR] [--queries N] [--lengths T1,T2,...] [--dim D] [--seed S]
-//   default (also the ctest smoke run): PP-OCRv4 data + one synthetic cache T = 4096, 8 queries
-//   --full: the README's numbers: synthetic T = 4096, 16384, 65536 with 64 queries each
+//   default (also the ctest smoke run): PP-OCRv4 data + one synthetic cache T = 4096, 8 queries,
+//     then the full-recipe tables (PP-OCRv4, synthetic GQA decode T = 2048)
+//   --full: the README's numbers: synthetic T = 4096, 16384, 65536 with 64 queries each; full
+//     recipes at T = 4096 and 16384
+//   --lengths: the synthetic lengths of both parts
 #include <minifloat/io/npy.hpp>
 // (io first: npy.hpp's enumerator float16 would shadow minifloat::float16 under -Wshadow)
 
 #include <minifloat/analysis/metrics.hpp>
-#include <minifloat/attention/merged_kv.hpp>
+#include <minifloat/attention/attention.hpp>
 #include <minifloat/quant/scheme_string.hpp>
 
 #include <algorithm>
@@ -82,13 +88,6 @@ std::vector<attention::merged_kv_recipe> recipes() {
   };
 }
 
-// Bytes stored per cache element (codes + scales; MX: 1 E8M0 per 32).
-double bytes_per_element(const attention::merged_kv_recipe& r) {
-  if (!r.stored) return 4.0;
-  const double one = r.stored->gran == granularity::mx ? 1.0 + 1.0 / 32 : 1.0;
-  return r.pv && r.pv_from == attention::requantize_source::fp32 ? 2 * one : one;
-}
-
 double percentile(std::vector<double> v, double p) {
   std::sort(v.begin(), v.end());
   if (v.empty()) return std::nan("");
@@ -121,10 +120,23 @@ void run(const dataset& ds, unsigned threads) {
               "logits SQNR median", ds.outlier_channels.empty() ? "" : " | out SQNR w/o outlier ch. (median)");
   for (const auto& r : recipes()) {
     if (!r.stored) continue;
-    const auto op = attention::prepare_merged_kv(ds.cache, t, d, r);
-    std::vector<double> out(nq * d), logits(nq * t);
-    attention::decode_attention_parallel(q, {std::span<const float>(op.k), t, d}, {std::span<const float>(op.v), t, d},
-                                         ds.scale, out, logits, threads);
+    // C stored as the recipe says; every query is a query head of the cache's one KV head
+    attention::kv_cache cache = attention::make_merged_cache(r, 1, d, d);
+    cache.append(ds.cache, {}, t);
+    attention::attention_options opt;
+    opt.softmax_scale = ds.scale;
+    opt.threads = threads;
+    const auto step = attention::decode_step(cache, ds.queries, nq, 1, {}, opt);
+    const std::vector<double> out(step.out.begin(), step.out.end());
+    // the scores the kernel sees: q C^T on the stored codes
+    const auto ck = cache.dequantized_k(0);
+    std::vector<double> logits(nq * t);
+    for (std::size_t i = 0; i < nq; ++i)
+      for (std::size_t j = 0; j < t; ++j) {
+        double acc = 0;
+        for (std::size_t c = 0; c < d; ++c) acc += static_cast<double>(ds.queries[i * d + c]) * ck[j * d + c];
+        logits[i * t + j] = ds.scale * acc;
+      }
     std::vector<double> per_query, per_query_logits, per_query_normal;
     for (std::size_t i = 0; i < nq; ++i) {
       const std::span<const double> a(ref.data() + i * d, d), b(out.data() + i * d, d);
@@ -137,7 +149,8 @@ void run(const dataset& ds, unsigned threads) {
         per_query_normal.push_back(analysis::sqnr_db(an, bn));
       }
     }
-    std::printf("  %-48s %6.3f | %7s %6s %5s %5s      | %18s", r.name.c_str(), bytes_per_element(r),
+    std::printf("  %-48s %6.3f | %7s %6s %5s %5s      | %18s", r.name.c_str(),
+                static_cast<double>(cache.bytes()) / static_cast<double>(t * d),
                 cell(analysis::sqnr_db(ref, out)).c_str(), cell(percentile(per_query, 0.5)).c_str(),
                 cell(percentile(per_query, 0.05)).c_str(),
                 cell(*std::min_element(per_query.begin(), per_query.end())).c_str(),
@@ -206,6 +219,112 @@ dataset synthetic(std::size_t t, std::size_t d, std::size_t nq, std::uint64_t se
   return ds;
 }
 
+// --- full recipes: Q, K, V and P quantized, against fp64 attention on the unquantized inputs ------
+struct full_recipe {
+  const char* name;
+  const char* q;
+  const char* k;
+  const char* v;
+  const char* p;
+  float p_scale;
+  bool hadamard;
+};
+constexpr full_recipe full_recipes[] = {
+    {"bf16 Q K V P", "bf16", "bf16", "bf16", "bf16", 1.0f, false},
+    {"hifloat8/tensor Q K V, P fp32", "hifloat8/tensor", "hifloat8/tensor", "hifloat8/tensor", "fp32", 1.0f, false},
+    {"hifloat8/tensor Q K V P (all-HiF8)", "hifloat8/tensor", "hifloat8/tensor", "hifloat8/tensor", "hifloat8", 1.0f, false},
+    {"  + Hadamard Q K", "hifloat8/tensor", "hifloat8/tensor", "hifloat8/tensor", "hifloat8", 1.0f, true},
+    {"float8_e4m3fn/tensor Q K V, P fp32", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "fp32", 1.0f, false},
+    {"float8_e4m3fn/tensor Q K V P, p-scale 1", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn", 1.0f, false},
+    {"float8_e4m3fn/tensor Q K V P, p-scale 2^-8", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn", 1.0f / 256, false},
+    {"  + Hadamard Q K", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn", 1.0f / 256, true},
+    {"mxfp8_e4m3 Q K (d), V (T), P e4m3 2^-8", "mxfp8_e4m3", "mxfp8_e4m3", "mxfp8_e4m3/axis=0", "float8_e4m3fn", 1.0f / 256, false},
+    {"  + Hadamard Q K", "mxfp8_e4m3", "mxfp8_e4m3", "mxfp8_e4m3/axis=0", "float8_e4m3fn", 1.0f / 256, true},
+};
+
+void recipe_table(const std::string& title, const std::vector<float>& q, const std::vector<float>& k, const std::vector<float>& v,
+                  const attention::attention_shape& s, double scale, bool causal, unsigned threads) {
+  std::vector<double> ref, m, l;
+  attention::attention_options opt;
+  opt.softmax_scale = scale, opt.threads = threads;
+  opt.mask = causal ? attention::mask_kind::causal : attention::mask_kind::none;
+  attention::detail::forward_double(q.data(), k.data(), v.data(), s, {}, scale, opt.mask, ref, m, l);
+  std::printf("\n%s: %s%s\n  %-44s | output SQNR dB vs fp64 (pooled, median over query rows)\n", title.c_str(),
+              s.describe().c_str(), causal ? ", causal" : "", "recipe (fast path)");
+  const bool pow2 = (s.head_dim & (s.head_dim - 1)) == 0;
+  for (const auto& fr : full_recipes) {
+    if (fr.hadamard && !pow2) {
+      std::printf("  %-44s |   n/a (d = %zu is not a power of two)\n", fr.name, s.head_dim);
+      continue;
+    }
+    attention::attention_recipe r;
+    r.q = attention::parse_operand_scheme(fr.q, "Q"), r.k = attention::parse_operand_scheme(fr.k, "K");
+    r.v = attention::parse_operand_scheme(fr.v, "V");
+    r.p.format = attention::parse_static_format(fr.p, "P");
+    if (r.p.format) r.p.scale = fr.p_scale;
+    if (fr.hadamard) r.rotation = attention::qk_rotation::hadamard, r.rotation_seed = 1;
+    const auto out = attention::attention_forward(q, k, v, s, r, opt).out;
+    const std::vector<double> o(out.begin(), out.end());
+    std::vector<double> rows;
+    for (std::size_t i = 0; i < s.rows(); ++i)
+      rows.push_back(analysis::sqnr_db({ref.data() + i * s.v_dim, s.v_dim}, {o.data() + i * s.v_dim, s.v_dim}));
+    std::printf("  %-44s | %6s %6s\n", fr.name, cell(analysis::sqnr_db(ref, o)).c_str(), cell(percentile(rows, 0.5)).c_str());
+  }
+}
+
+/// PP-OCRv4 SVTR attention as it runs: Q = q_scaled (8 heads x 86 x 15, scaled), K, V = the head
+/// slices of qkv_in W (the data set ships no bias: the key bias cancels in the softmax, the value
+/// bias adds the same row to every output).
+bool ppocr_full(const fs::path& dir, const std::string& block, const std::string& weight, unsigned threads) {
+  const fs::path c_path = dir / "activations" / ("line0." + block + ".qkv_in.npy");
+  const fs::path q_path = dir / "activations" / ("line0." + block + ".q_scaled.npy");
+  const fs::path w_path = dir / "weights" / (weight + ".npy");
+  if (!fs::exists(c_path) || !fs::exists(q_path) || !fs::exists(w_path)) return false;
+  const npy_array c = read_npy(c_path), qa = read_npy(q_path), w = read_npy(w_path);
+  const auto cv = to_float32(c), qv = to_float32(qa), wv = to_float32(w);
+  const std::size_t t = c.shape.at(0), din = c.shape.at(1), heads = qa.shape.at(0), hd = qa.shape.at(2);
+  const std::size_t wcols = w.shape.at(1);
+  std::vector<float> k(heads * t * hd), v(heads * t * hd);
+  for (std::size_t h = 0; h < heads; ++h)
+    for (std::size_t i = 0; i < t; ++i)
+      for (std::size_t m = 0; m < hd; ++m) {
+        double sk = 0, sv = 0;
+        for (std::size_t j = 0; j < din; ++j) {
+          sk += static_cast<double>(cv[i * din + j]) * wv[j * wcols + heads * hd + h * hd + m];
+          sv += static_cast<double>(cv[i * din + j]) * wv[j * wcols + 2 * heads * hd + h * hd + m];
+        }
+        k[(h * t + i) * hd + m] = static_cast<float>(sk), v[(h * t + i) * hd + m] = static_cast<float>(sv);
+      }
+  const attention::attention_shape s{1, heads, heads, qa.shape.at(1), t, hd, hd};
+  recipe_table("PP-OCRv4 " + block + " attention (real Q, K, V)", qv, k, v, s, 1.0, false, threads);
+  return true;
+}
+
+/// A GQA decode over a synthetic long cache: Hq 32, Hkv 8, d 128, 4 new tokens per head (causal),
+/// K with d/64 outlier channels (gains 20..100). `compensated`: the queries undo the gains, so the
+/// ordinary channels carry the scores (q_j = 2.5 u_j / g_j); otherwise the queries are plain
+/// (q_j = 2.5 u_j / rms(g)) and the outlier channels carry them.
+void synthetic_full(std::size_t t, std::uint64_t seed, unsigned threads, bool compensated) {
+  constexpr std::size_t hq = 32, hkv = 8, d = 128, nq = 4;
+  rng g{seed * 7919 + t};
+  std::vector<double> gain(d, 1.0);
+  for (std::size_t i = 0; i < d / 64; ++i) gain[(i * 53 + 11) % d] = std::exp(std::log(20.0) + g.uniform() * std::log(5.0));
+  std::vector<float> k(hkv * t * d), v(hkv * t * d), q(hq * nq * d);
+  for (std::size_t i = 0; i < hkv * t; ++i) {
+    const double r = std::exp(0.3 * g.normal());
+    for (std::size_t j = 0; j < d; ++j) k[i * d + j] = static_cast<float>(gain[j] * r * g.normal()), v[i * d + j] = static_cast<float>(g.normal());
+  }
+  double rms = 0;
+  for (const double x : gain) rms += x * x / static_cast<double>(d);
+  rms = std::sqrt(rms);
+  for (std::size_t i = 0; i < hq * nq; ++i)
+    for (std::size_t j = 0; j < d; ++j) q[i * d + j] = static_cast<float>(2.5 * g.normal() / (compensated ? gain[j] : rms));
+  const attention::attention_shape s{1, hq, hkv, nq, t, d, d};
+  recipe_table(std::string("synthetic long cache, outlier channels, ") + (compensated ? "queries undo the gains" : "plain queries") +
+                   " (seed " + std::to_string(seed) + ")", q, k, v, s,
+               1.0 / std::sqrt(static_cast<double>(d)), true, threads);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -241,6 +360,7 @@ int main(int argc, char** argv) {
       return a == "--help" || a == "-h" ? 0 : 2;
     }
   }
+  const bool lengths_given = !lengths.empty();
   if (lengths.empty()) lengths = full ? std::vector<std::size_t>{4096, 16384, 65536} : std::vector<std::size_t>{4096};
   if (queries == 0) queries = full ? 64 : 8;
   const unsigned threads = std::max(1U, std::min(2U, std::thread::hardware_concurrency()));
@@ -258,6 +378,14 @@ int main(int argc, char** argv) {
       dataset ds = synthetic(t, dim, queries, seed);
       ds.name = "synthetic long cache (seed " + std::to_string(seed) + ")";
       run(ds, threads);
+    }
+    std::printf("\nFull recipes: Q, K, V and P quantized (the fast path), against fp64 attention on the unquantized\n"
+                "inputs. P~ = exp(S - m) is quantized with p-scale X as X * decode(encode(P~ / X)).\n");
+    for (const auto& [block, weight] : {std::pair{"svtr0", "rec.linear_77.w_0"}, std::pair{"svtr1", "rec.linear_81.w_0"}})
+      if (!ppocr_full(data, block, weight, threads)) std::printf("\n(PP-OCRv4 data not found under %s)\n", data.string().c_str());
+    for (const auto t : full ? std::vector<std::size_t>{4096, 16384} : lengths_given ? lengths : std::vector<std::size_t>{2048}) {
+      synthetic_full(t, seed, threads, true);
+      synthetic_full(t, seed, threads, false);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "kv_study: error: %s\n", e.what());

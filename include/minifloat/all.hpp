@@ -6,7 +6,7 @@
 #include "minifloat.hpp"
 
 #include "analysis/analysis.hpp"
-#include "attention/merged_kv.hpp"
+#include "attention/attention.hpp"
 #include "backend/cpu.hpp"
 #include "formats/mx_block.hpp"
 #include "formats/mx_scale.hpp"

@@ -13,5 +13,7 @@ int cmd_encode(const argv_t&);
 int cmd_decode(const argv_t&);
 int cmd_quantize(const argv_t&);
 int cmd_analyze(const argv_t&);
+int cmd_attention(const argv_t&);
+int cmd_gemm(const argv_t&);
 
 }  // namespace minifloat::cli

@@ -1,34 +1,33 @@
 #pragma once
-// Emulation of one decode step of attention over a quantized KV cache, in double precision so
-// that the only error is the cache's storage format.
-//
-//   decode_attention:   out = softmax(scale * q K^T) V           (K, V: T x d; q, out: d)
-//   merged KV:          K = V = C, a single T x d cache (MLA's compressed latent, DeepSeek sparse
-//                       attention): out = softmax(scale * q C^T) C
+// Merged KV: one cache C (T x d) used as K and as V = C[..., :dv] (MLA's compressed latent,
+// DeepSeek sparse attention), and the study's recipes for storing it in 8 bits.
 //
 // How a quantized merged cache feeds the two products is a merged_kv_recipe:
-//   stored   how C is stored; q C^T reads these codes (dequantized). nullopt: fp32.
-//   pv       the layout the P C product needs, if it differs from `stored`. An MX GEMM needs its
-//            scales along the reduction axis: along d (axis 1) for q C^T but along T (axis 0)
-//            for P C, so an MX cache must be quantized a second time for P C. nullopt: P C reads
-//            the stored copy (any per-tensor scale is valid for both products).
-//   pv_from  what that second quantization starts from: the fp32 cache (a second copy written
-//            when the token is appended), or the stored codes (dequantize, re-quantize: the
-//            only option once the fp32 values are gone; it rounds twice).
-// q and the probabilities P stay in fp32/double: this isolates the cache's error.
+//   stored   how C is stored; q C^T reads these codes. nullopt: fp32.
+//   pv       the layout the P C product needs, if it differs from `stored`: an MX product needs
+//            its scales along the reduction axis, along d (axis 1) for q C^T but along T (axis 0)
+//            for P C, so an MX cache is quantized a second time for P C. nullopt: P C reads the
+//            stored codes (a per-tensor scale serves both products).
+//   pv_from  what that second quantization starts from: the fp32 tokens (a second copy written
+//            when the token is appended), or the stored codes (dequantize, re-quantize: the only
+//            option once the fp32 values are gone; it rounds twice).
+// make_merged_cache() builds the kv_cache (kv_cache.hpp) that stores C that way; the fast decode
+// step runs on it. prepare_merged_kv() gives the two operands as fp32 for the double-precision
+// emulation below (the reference of the study, reference.hpp's definition on one query token).
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "../core/errors.hpp"
 #include "../quant/matrix_view.hpp"
 #include "../quant/quantized_tensor.hpp"
 #include "../quant/scheme.hpp"
+#include "kv_cache.hpp"
+#include "reference.hpp"
 
 namespace minifloat::attention {
 
@@ -65,21 +64,19 @@ struct merged_kv_operands {
   return op;
 }
 
-namespace detail {
-
-/// Dot product in double with four independent partial sums (lets the compiler overlap them).
-inline double dot(const float* a, const float* b, std::size_t n) noexcept {
-  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-  std::size_t j = 0;
-  for (; j + 4 <= n; j += 4) {
-    s0 += static_cast<double>(a[j]) * b[j];
-    s1 += static_cast<double>(a[j + 1]) * b[j + 1];
-    s2 += static_cast<double>(a[j + 2]) * b[j + 2];
-    s3 += static_cast<double>(a[j + 3]) * b[j + 3];
-  }
-  for (; j < n; ++j) s0 += static_cast<double>(a[j]) * b[j];
-  return (s0 + s1) + (s2 + s3);
+/// The kv_cache (one KV head per cache head, d = dv) that stores C as the recipe says. Its P C
+/// operand for MX is quantized along T with the stored scheme's rule (r.pv's layout).
+[[nodiscard]] inline kv_cache make_merged_cache(const merged_kv_recipe& r, std::size_t kv_heads, std::size_t d,
+                                                std::size_t dv) {
+  kv_cache_config cfg;
+  cfg.kv_heads = kv_heads, cfg.head_dim = d, cfg.v_dim = dv;
+  cfg.k = r.stored;
+  cfg.layout = kv_layout::merged;
+  cfg.pv = r.pv_from == requantize_source::fp32 ? pv_source::second_copy : pv_source::requantize;
+  return kv_cache(cfg);
 }
+
+namespace detail {
 
 inline void check_attention_shapes(const char* who, matrix_view<const float> q, matrix_view<const float> k,
                                    matrix_view<const float> v, std::span<double> out, std::span<double> logits) {
@@ -97,42 +94,34 @@ inline void check_attention_shapes(const char* who, matrix_view<const float> q, 
                       std::to_string(logits.size()));
 }
 
+inline std::vector<float> dense(matrix_view<const float> x) {
+  std::vector<float> out(x.rows * x.cols);
+  for (std::size_t r = 0; r < x.rows; ++r) std::copy_n(x.row(r), x.cols, out.data() + r * x.cols);
+  return out;
+}
+
 }  // namespace detail
 
-/// One decode step for each of the nq queries (rows of q, each d long): out (nq x d, double,
-/// row-major) = softmax(scale * q K^T) V; logits (nq x T), if not empty, receives scale * q K^T.
-/// Queries are processed in blocks of 8 so that each cache row is read once per block.
+/// One decode step for each of the nq queries (rows of q, each d long) in double precision:
+/// out (nq x d, row-major) = softmax(scale * q K^T) V, the reference's definition (reference.hpp)
+/// with each query its own head over one KV head; logits (nq x T), if not empty, receive
+/// scale * q K^T.
 inline void decode_attention(matrix_view<const float> q, matrix_view<const float> k, matrix_view<const float> v,
                              double scale, std::span<double> out, std::span<double> logits = {}) {
   detail::check_attention_shapes("decode_attention", q, k, v, out, logits);
   const std::size_t nq = q.rows, d = q.cols, t = k.rows;
-  constexpr std::size_t block = 8;
-  std::vector<double> p(block * t);
-  for (std::size_t q0 = 0; q0 < nq; q0 += block) {
-    const std::size_t nb = std::min(block, nq - q0);
-    // 1. logits, one cache row at a time for the whole block of queries
-    for (std::size_t i = 0; i < t; ++i)
-      for (std::size_t b = 0; b < nb; ++b) p[b * t + i] = scale * detail::dot(q.row(q0 + b), k.row(i), d);
-    // 2. softmax per query (max subtracted; sum in double)
-    for (std::size_t b = 0; b < nb; ++b) {
-      double* pb = p.data() + b * t;
-      if (!logits.empty()) std::copy(pb, pb + t, logits.begin() + static_cast<std::ptrdiff_t>((q0 + b) * t));
-      const double m = t == 0 ? 0.0 : *std::max_element(pb, pb + t);
-      double sum = 0;
-      for (std::size_t i = 0; i < t; ++i) sum += (pb[i] = std::exp(pb[i] - m));
-      for (std::size_t i = 0; i < t; ++i) pb[i] /= sum;
-    }
-    // 3. out = P V, one cache row at a time
-    std::fill(out.begin() + static_cast<std::ptrdiff_t>(q0 * d), out.begin() + static_cast<std::ptrdiff_t>((q0 + nb) * d), 0.0);
-    for (std::size_t i = 0; i < t; ++i) {
-      const float* vi = v.row(i);
-      for (std::size_t b = 0; b < nb; ++b) {
-        const double w = p[b * t + i];
-        double* o = out.data() + (q0 + b) * d;
-        for (std::size_t j = 0; j < d; ++j) o[j] += w * static_cast<double>(vi[j]);
+  const auto qd = detail::dense(q), kd = detail::dense(k), vd = detail::dense(v);
+  const attention_shape s{1, nq, 1, 1, t, d, d};
+  std::vector<double> o, m, l;
+  detail::forward_double(qd.data(), kd.data(), vd.data(), s, {}, scale, mask_kind::none, o, m, l);
+  std::copy(o.begin(), o.end(), out.begin());
+  if (!logits.empty())
+    for (std::size_t i = 0; i < nq; ++i)
+      for (std::size_t j = 0; j < t; ++j) {
+        double acc = 0;
+        for (std::size_t c = 0; c < d; ++c) acc += static_cast<double>(qd[i * d + c]) * static_cast<double>(kd[j * d + c]);
+        logits[i * t + j] = scale * acc;
       }
-    }
-  }
 }
 
 /// Merged KV: K = V = c.
@@ -141,26 +130,21 @@ inline void merged_kv_attention(matrix_view<const float> q, matrix_view<const fl
   decode_attention(q, c, c, scale, out, logits);
 }
 
-/// The same work split over `threads` threads by query rows (results identical to one thread:
-/// each query's arithmetic does not depend on the split).
+/// The same work split over `threads` threads by query rows (results identical to one thread).
 inline void decode_attention_parallel(matrix_view<const float> q, matrix_view<const float> k,
                                       matrix_view<const float> v, double scale, std::span<double> out,
                                       std::span<double> logits = {}, unsigned threads = 2) {
   detail::check_attention_shapes("decode_attention_parallel", q, k, v, out, logits);
   const std::size_t nq = q.rows, d = q.cols, t = k.rows;
   if (threads <= 1 || nq < 16) return decode_attention(q, k, v, scale, out, logits);
-  std::vector<std::thread> pool;
   const std::size_t per = (nq + threads - 1) / threads;
-  for (unsigned w = 0; w < threads; ++w) {
+  minifloat::detail::fork_join(threads, [&](std::size_t w) {
     const std::size_t r0 = w * per, r1 = std::min(nq, r0 + per);
-    if (r0 >= r1) break;
-    pool.emplace_back([=] {
-      const matrix_view<const float> qs(q.row(r0), r1 - r0, d, q.row_stride);
-      decode_attention(qs, k, v, scale, out.subspan(r0 * d, (r1 - r0) * d),
-                       logits.empty() ? std::span<double>{} : logits.subspan(r0 * t, (r1 - r0) * t));
-    });
-  }
-  for (auto& th : pool) th.join();
+    if (r0 >= r1) return;
+    const matrix_view<const float> qs(q.row(r0), r1 - r0, d, q.row_stride);
+    decode_attention(qs, k, v, scale, out.subspan(r0 * d, (r1 - r0) * d),
+                     logits.empty() ? std::span<double>{} : logits.subspan(r0 * t, (r1 - r0) * t));
+  });
 }
 
 }  // namespace minifloat::attention

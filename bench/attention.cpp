@@ -1,0 +1,162 @@
+// Attention benchmarks (issue 14): a decode step over a quantized KV cache and a causal prefill,
+// shapes of a current LLM (Hq = 32, Hkv = 8, d = dv = 128).
+//
+//   decode/<cache>/T:<T>/threads:<n>   one query token per head over T cached tokens. Every cache
+//       runs the same kernel (attention/x86/amx.hpp, or the scalar twin without AMX) with its own
+//       best operands: "all-<format>" recipes, q and P in the cache's format family
+//       (fp32: q, P fp32; bf16: q, P bf16; hifloat8 / float8_e4m3fn: q per tensor and P in that
+//       format; mxfp8_e4m3: q MX along d, P E4M3). items/s = cached tokens x KV heads read per
+//       second (counter Mtok/s); GB/s = cache bytes read per second. Counters use wall-clock time
+//       (the Time column); CPU time misses the second thread.
+//   decode/<cache>/T:<T>/q:fp32/threads:<n>   the same cache with fp32 q and P (exact products).
+//   prefill/<recipe>/T:2048/threads:<n>   causal, Q K V and P in <recipe> (fp32, bf16, hifloat8,
+//       float8_e4m3fn, mxfp8_e4m3); GFLOP/s counts 4 d flops per visible (query, key) pair.
+//   fma_peak/threads:1   the fp32 FMA peak of one core (AVX-512 FMAs, 12 chains): the roof.
+// The targets compare rows of the same run: bench/README.md#attention-attention.
+#include <benchmark/benchmark.h>
+
+#include <minifloat/attention/kv_cache.hpp>
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic ignored "-Wpsabi"  // fma_peak's vectors never cross a call boundary
+#endif
+
+namespace {
+
+using namespace minifloat;
+using namespace minifloat::attention;
+
+constexpr std::size_t hq = 32, hkv = 8, dim = 128;
+
+struct cache_kind {
+  const char* name;
+  const char* k;
+  const char* v;
+  const char* q;
+  const char* p;
+};
+constexpr cache_kind caches[] = {
+    {"fp32", "fp32", "fp32", "fp32", "fp32"},
+    {"bf16", "bf16", "bf16", "bf16", "bf16"},
+    {"hifloat8", "hifloat8/tensor", "hifloat8/tensor", "hifloat8/tensor", "hifloat8"},
+    {"float8_e4m3fn", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn"},
+    {"mxfp8_e4m3", "mxfp8_e4m3", "mxfp8_e4m3/axis=0", "mxfp8_e4m3", "float8_e4m3fn"},
+};
+
+std::vector<float> gaussian(std::size_t n, std::uint64_t seed) {
+  std::mt19937_64 g(seed);
+  std::normal_distribution<float> nd;
+  std::vector<float> x(n);
+  for (auto& v : x) v = nd(g);
+  return x;
+}
+
+std::unique_ptr<kv_cache> build_cache(const cache_kind& c, std::size_t t) {
+  kv_cache_config cfg;
+  cfg.kv_heads = hkv, cfg.head_dim = dim, cfg.v_dim = dim;
+  cfg.k = parse_operand_scheme(c.k, "K"), cfg.v = parse_operand_scheme(c.v, "V");
+  auto cache = std::make_unique<kv_cache>(cfg);
+  constexpr std::size_t step = 2048;
+  for (std::size_t t0 = 0; t0 < t; t0 += step) {
+    const std::size_t n = std::min(step, t - t0);
+    const auto k = gaussian(hkv * n * dim, 2 * t0 + 1), v = gaussian(hkv * n * dim, 2 * t0 + 2);
+    cache->append(k, v, n);
+  }
+  return cache;
+}
+
+void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp32_q) {
+  const auto cache = build_cache(c, t);
+  decode_recipe r;
+  if (!fp32_q) r.q = parse_operand_scheme(c.q, "q"), r.p.format = parse_static_format(c.p, "P");
+  const auto q = gaussian(hq * dim, 7);
+  attention_options opt;
+  opt.threads = static_cast<unsigned>(state.range(0));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    auto res = decode_step(*cache, q, hq, 1, r, opt);
+    benchmark::DoNotOptimize(res.out.data());
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const auto iters = static_cast<double>(state.iterations());
+  state.counters["GB/s"] = static_cast<double>(cache->bytes()) * iters / wall * 1e-9;
+  state.counters["Mtok/s"] = static_cast<double>(t * hkv) * iters / wall * 1e-6;
+  state.counters["amx"] = minifloat::attention::detail::use_amx(simd::isa::automatic) ? 1 : 0;
+}
+
+void prefill(benchmark::State& state, const cache_kind& c) {
+  constexpr std::size_t t = 2048;
+  const attention_shape s{1, hq, hkv, t, t, dim, dim};
+  const auto q = gaussian(s.q_size(), 11), k = gaussian(s.k_size(), 12), v = gaussian(s.v_size(), 13);
+  attention_recipe r;
+  r.q = parse_operand_scheme(c.q, "Q"), r.k = parse_operand_scheme(c.k, "K"), r.v = parse_operand_scheme(c.v, "V");
+  r.p.format = parse_static_format(c.p, "P");
+  attention_options opt;
+  opt.mask = mask_kind::causal;
+  opt.threads = static_cast<unsigned>(state.range(0));
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    auto res = attention_forward(q, k, v, s, r, opt);
+    benchmark::DoNotOptimize(res.out.data());
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  const double flops = 4.0 * static_cast<double>(hq * dim) * static_cast<double>(t) * static_cast<double>(t + 1) / 2.0;
+  state.counters["GFLOP/s"] = flops * static_cast<double>(state.iterations()) / wall * 1e-9;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f,fma"))) void fma_peak(benchmark::State& state) {
+  constexpr long n = 1 << 20;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    __m512 acc[12];
+    for (auto& a : acc) a = _mm512_set1_ps(0.0f);
+    __m512 x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
+    for (long i = 0; i < n; ++i) {
+#pragma GCC unroll 12
+      for (auto& a : acc) a = _mm512_fmadd_ps(x, y, a);
+      __asm__ volatile("" : "+v"(x));
+    }
+    float s = 0;
+    for (auto& a : acc) s += _mm512_reduce_add_ps(a);
+    benchmark::DoNotOptimize(s);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  state.counters["GFLOP/s"] = 2.0 * 16 * 12 * n * static_cast<double>(state.iterations()) / wall * 1e-9;
+}
+#endif
+
+const int registered = [] {
+  for (const std::size_t t : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}})
+    for (const auto& c : caches)
+      for (const bool fq : {false, true}) {
+        if (fq && (std::string(c.name) == "fp32")) continue;
+        const std::string name =
+            std::string("decode/") + c.name + "/T:" + std::to_string(t) + (fq ? "/q:fp32" : "");
+        benchmark::RegisterBenchmark(name.c_str(), [&c, t, fq](benchmark::State& st) { decode(st, c, t, fq); })
+            ->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMicrosecond);
+      }
+  for (const auto& c : caches)
+    benchmark::RegisterBenchmark((std::string("prefill/") + c.name + "/T:2048").c_str(),
+                                 [&c](benchmark::State& st) { prefill(st, c); })
+        ->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond);
+#if defined(__x86_64__)
+  if (simd::isa_available(simd::isa::avx512))
+    benchmark::RegisterBenchmark("fma_peak", fma_peak)->Arg(1)->ArgName("threads")->Unit(benchmark::kMillisecond);
+#endif
+  return 0;
+}();
+
+}  // namespace
