@@ -13,6 +13,9 @@
 //   avx512   AVX-512 F, BW, VL, DQ, VBMI, VBMI2 and BF16 with the OS saving ZMM state (Zen 4,
 //            Sapphire Rapids and later): one level, so a kernel may use any of those
 //   neon     AArch64 Advanced SIMD, part of the baseline ISA (static, no probe)
+// Extensions within a level are features, not levels: cpu().amx_bf16 says whether the AVX-512
+// level may also use AMX-TILE + AMX-BF16 tiles (Sapphire Rapids and later; on Linux the process
+// asks the kernel for the tile state once, with arch_prctl(ARCH_REQ_XCOMP_PERM)).
 //
 // How the x86 paths are compiled. Every SIMD function carries MINIFLOAT_TARGET_AVX2 or
 // MINIFLOAT_TARGET_AVX512 ([[gnu::target]]), so the headers compile in any x86-64 TU and the
@@ -51,9 +54,17 @@
 #endif
 
 #if MINIFLOAT_SIMD_X86
+#if defined(__linux__)
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 #define MINIFLOAT_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
 #define MINIFLOAT_TARGET_AVX512 \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx512vbmi2,avx512bf16")))
+/// The avx512 level plus AMX-TILE and AMX-BF16 (only where cpu().amx_bf16).
+#define MINIFLOAT_TARGET_AMX                                                                                     \
+  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx512vbmi2,avx512bf16," \
+                        "amx-tile,amx-bf16")))
 #define MINIFLOAT_INLINE_AVX2 __attribute__((target("avx2,fma,f16c"), always_inline)) inline
 #define MINIFLOAT_INLINE_AVX512                                                                          \
   __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx512vbmi2,avx512bf16"), \
@@ -93,6 +104,7 @@ constexpr bool parse_isa(std::string_view s, isa& out) noexcept {
 struct cpu_features {
   bool avx2 = false;    ///< AVX2 + FMA + F16C, YMM state enabled by the OS
   bool avx512 = false;  ///< the avx512 level above, ZMM and opmask state enabled by the OS
+  bool amx_bf16 = false;  ///< avx512 plus AMX-TILE and AMX-BF16, tile state granted by the OS
   bool neon = false;
 };
 
@@ -128,6 +140,17 @@ inline cpu_features probe_cpu() noexcept {
   const bool bf16 = (a71 >> 5) & 1U;
   f.avx2 = ymm_state && avx2 && fma && f16c;
   f.avx512 = f.avx2 && zmm_state && avx512f && avx512dq && avx512bw && avx512vl && vbmi && vbmi2 && bf16;
+  const bool amx_bf16 = (d7 >> 22) & 1U, amx_tile = (d7 >> 24) & 1U;
+  const bool tile_state = ((xcr >> 17) & 3U) == 3U;  // XTILECFG + XTILEDATA
+  f.amx_bf16 = f.avx512 && amx_bf16 && amx_tile && tile_state;
+#if defined(__linux__)
+  if (f.amx_bf16) {  // Linux hands out the tile data state only on request
+    constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
+    f.amx_bf16 = syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
+  }
+#else
+  f.amx_bf16 = false;
+#endif
 #elif MINIFLOAT_SIMD_NEON
   f.neon = true;
 #endif

@@ -19,8 +19,6 @@
 #if MINIFLOAT_SIMD_X86 && defined(__linux__)
 #define MINIFLOAT_ATTENTION_AMX 1
 #include <immintrin.h>
-#include <sys/syscall.h>
-#include <unistd.h>
 #else
 #define MINIFLOAT_ATTENTION_AMX 0
 #endif
@@ -37,27 +35,8 @@ namespace minifloat::attention::detail::amx {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-// MINIFLOAT_TARGET_AVX512 (simd/isa.hpp) plus the two AMX extensions this file uses.
-#define MINIFLOAT_TARGET_AMX                                                                                     \
-  __attribute__((target("avx2,fma,f16c,avx512f,avx512bw,avx512vl,avx512dq,avx512vbmi,avx512vbmi2,avx512bf16," \
-                        "amx-tile,amx-bf16")))
-
-inline bool probe() noexcept {
-  if (!simd::isa_available(simd::isa::avx512)) return false;
-  unsigned a = 0, b = 0, c = 0, d = 0;
-  if (__get_cpuid_count(7, 0, &a, &b, &c, &d) == 0) return false;
-  const bool amx_bf16 = (d >> 22) & 1U, amx_tile = (d >> 24) & 1U;
-  if (!amx_bf16 || !amx_tile) return false;
-  if (((simd::detail::xcr0() >> 17) & 3U) != 3U) return false;  // XTILECFG + XTILEDATA
-  constexpr long arch_req_xcomp_perm = 0x1023, xfeature_xtiledata = 18;
-  return syscall(SYS_arch_prctl, arch_req_xcomp_perm, xfeature_xtiledata) == 0;
-}
-
-/// AMX usable in this process (probed once).
-inline bool available() noexcept {
-  static const bool ok = probe();
-  return ok;
-}
+/// AMX usable in this process (the one CPU probe, simd/isa.hpp).
+inline bool available() noexcept { return simd::cpu().amx_bf16; }
 
 struct alignas(64) tile_config {
   std::uint8_t palette = 1, start_row = 0;
