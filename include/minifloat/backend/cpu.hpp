@@ -267,7 +267,7 @@ class cpu_backend final : public backend_interface {
 
  private:
   /// quantize_with_scales after the checks; returns x as float32 (for quantize_with_amax's amax).
-  static detail::cpu::dense_f32 encode_with_scales(const tensor_view& x, const quantized_view& y, const detail::slab_layout& l) {
+  detail::cpu::dense_f32 encode_with_scales(const tensor_view& x, const quantized_view& y, const detail::slab_layout& l) const {
     detail::cpu::dense_f32 xs(x);
     detail::cpu::put(y.codes, 0, minifloat::quantize_with_scales(xs.matrix(0, l), y.scheme, detail::cpu::floats_of(y.scales), qopts()).codes());
     return xs;
