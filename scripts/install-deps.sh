@@ -5,7 +5,7 @@
 #   scripts/install-deps.sh --fuzz    also clang + libFuzzer runtime (for the "fuzz" preset)
 set -euo pipefail
 
-packages=(cmake g++ make catch2 libfmt-dev libbenchmark-dev libopenblas-dev python3-numpy)
+packages=(cmake g++ make catch2 libfmt-dev libbenchmark-dev libopenblas-dev python3-numpy openmpi-bin libopenmpi-dev)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
