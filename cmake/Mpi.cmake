@@ -29,13 +29,14 @@ target_link_libraries(minifloat_mpi INTERFACE minifloat MPI::MPI_CXX)
 set(MINIFLOAT_MPI_FOUND ON)
 message(STATUS "minifloat: MPI ${MPI_CXX_VERSION} (${MPIEXEC_EXECUTABLE}) -> minifloat::mpi")
 
-set(MINIFLOAT_MPI_TEST_TIMEOUT 120 CACHE STRING "ctest TIMEOUT (s) of one mpirun test (a deadlock fails, never hangs)")
+set(MINIFLOAT_MPI_TEST_TIMEOUT 300 CACHE STRING "ctest TIMEOUT (s) of one mpirun test (a deadlock fails, never hangs)")
 mark_as_advanced(MINIFLOAT_MPI_TEST_TIMEOUT)
 
 # minifloat_add_mpi_test(<name> <ranks> <command> [args...])
 #   ctest "mpi: <name> np=<ranks>" = mpirun -n <ranks> <command> [args...], label "mpi", bounded by
 #   MINIFLOAT_MPI_TEST_TIMEOUT. Open MPI is told through its environment (ignored by other MPIs)
-#   that running as root (CI) and more ranks than cores (4 ranks on 2 cores) are intended.
+#   that running as root (CI) and more ranks than cores (4 ranks on 2 cores) are intended, and
+#   that idle ranks should yield their core (busy polling starves oversubscribed ranks).
 #   LeakSanitizer is off for these: Open MPI keeps allocations alive past MPI_Finalize.
 function(minifloat_add_mpi_test name ranks)
   set(_test "mpi: ${name} np=${ranks}")
@@ -45,5 +46,5 @@ function(minifloat_add_mpi_test name ranks)
     LABELS mpi
     TIMEOUT ${MINIFLOAT_MPI_TEST_TIMEOUT}
     PROCESSORS ${ranks}
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_btl_vader_single_copy_mechanism=none;ASAN_OPTIONS=detect_leaks=0")
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_btl_vader_single_copy_mechanism=none;ASAN_OPTIONS=detect_leaks=0")
 endfunction()

@@ -30,6 +30,11 @@
 // Output: a summary table on stdout; curves.csv (per-step loss per recipe, empty when skipped)
 // and curves.svg (moving-average loss and gap to fp32) in --out, default
 // <temp dir>/minifloat-training (never the source tree).
+// Data-parallel build (training_dp, MINIFLOAT_TRAINING_DATA_PARALLEL=1, needs minifloat::mpi): see
+// README.md#data-parallel-training.
+#ifndef MINIFLOAT_TRAINING_DATA_PARALLEL
+#define MINIFLOAT_TRAINING_DATA_PARALLEL 0
+#endif
 #include <algorithm>
 #include <array>
 #include <bit>
@@ -708,7 +713,7 @@ double median(std::vector<double> v) {
   return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-/// training_dp: the same MLP, data-parallel under mpirun (see README.md#data-parallel-training).
+/// training_dp: the same MLP, data-parallel under mpirun (examples/training/README.md#data-parallel-training).
 int data_parallel_main(int argc, char** argv) {
   MPI_Init(&argc, &argv);
   data_parallel dp;

@@ -28,22 +28,25 @@ namespace minifloat::comm {
 
 namespace detail {
 
-/// Finite amax of x and whether x holds Inf/NaN, in one pass over the bits: for finite floats
-/// the magnitude bits order like the magnitudes, so an integer max gives finite_amax(x)
-/// (quant/scales.hpp) and the loop vectorizes without -ffast-math.
+/// Whether x holds Inf or NaN: one compare of the magnitude bits per element (vectorizes
+/// without -ffast-math).
+[[nodiscard]] inline bool has_nonfinite(std::span<const float> x) noexcept {
+  std::uint32_t bad = 0;
+  for (const float v : x) bad |= (std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFU) >= 0x7F800000U ? 1U : 0U;
+  return bad != 0U;
+}
+
+/// Finite amax of x (simd::finite_amax, the bulk twin of quant/scales.hpp's) and whether x holds
+/// Inf/NaN.
 struct group_scan {
   float amax = 0.0f;
   bool nonfinite = false;
 };
-[[nodiscard]] inline group_scan scan_group(std::span<const float> x) noexcept {
-  std::uint32_t amax_bits = 0, bad = 0;
-  for (const float v : x) {
-    const std::uint32_t m = std::bit_cast<std::uint32_t>(v) & 0x7FFFFFFFU;
-    const std::uint32_t is_bad = m >= 0x7F800000U ? 1U : 0U;
-    bad |= is_bad;
-    amax_bits = std::max(amax_bits, is_bad != 0U ? 0U : m);
-  }
-  return {std::bit_cast<float>(amax_bits), bad != 0U};
+[[nodiscard]] inline group_scan scan_group(std::span<const float> x) {
+  group_scan s;
+  simd::check(simd::finite_amax(x, s.amax), "comm: finite_amax");
+  s.nonfinite = has_nonfinite(x);
+  return s;
 }
 
 inline void put_u32(std::uint8_t* p, std::uint32_t v) noexcept { std::memcpy(p, &v, 4); }
@@ -167,7 +170,7 @@ inline bool encode_flat(std::span<const float> x, const recipe& r, std::span<std
       std::vector<std::uint16_t> tmp;
       for (std::size_t c0 = 0; c0 < n; c0 += r.chunk) {
         const auto xc = x.subspan(c0, std::min(r.chunk, n - c0));
-        bad = bad || detail::scan_group(xc).nonfinite;
+        bad = detail::has_nonfinite(xc) || bad;
         if (r.format == wire_format::fp32) std::memcpy(codes.data() + 4 * c0, xc.data(), 4 * xc.size());
         else detail::encode_bf16(xc, codes.subspan(2 * c0, 2 * xc.size()), tmp);
       }
@@ -187,7 +190,7 @@ inline bool encode_flat(std::span<const float> x, const recipe& r, std::span<std
       return bad;
     }
     case scale_kind::e8m0: {
-      for (std::size_t c0 = 0; c0 < n; c0 += r.chunk) bad = bad || detail::scan_group(x.subspan(c0, std::min(r.chunk, n - c0))).nonfinite;
+      bad = detail::has_nonfinite(x);
       if (n == 0) return bad;
       detail::visit_mx_element(r.format, [&](auto e) {
         using Elem = decltype(e);
@@ -247,7 +250,7 @@ inline bool encode_rows(std::span<const float> x, std::size_t rows, std::size_t 
   bool bad = false;
   switch (scale_kind_of(r.format)) {
     case scale_kind::none:
-      bad = detail::scan_group(x).nonfinite;
+      bad = detail::has_nonfinite(x);
       if (r.format == wire_format::fp32) {
         if (!x.empty()) std::memcpy(codes.data(), x.data(), 4 * x.size());
       } else {
@@ -268,7 +271,7 @@ inline bool encode_rows(std::span<const float> x, std::size_t rows, std::size_t 
       return bad;
     }
     case scale_kind::e8m0:
-      bad = detail::scan_group(x).nonfinite;
+      bad = detail::has_nonfinite(x);
       if (x.empty()) return bad;
       detail::visit_mx_element(r.format, [&](auto e) {
         using Elem = decltype(e);
