@@ -36,15 +36,22 @@ mark_as_advanced(MINIFLOAT_MPI_TEST_TIMEOUT)
 #   ctest "mpi: <name> np=<ranks>" = mpirun -n <ranks> <command> [args...], label "mpi", bounded by
 #   MINIFLOAT_MPI_TEST_TIMEOUT. Open MPI is told through its environment (ignored by other MPIs)
 #   that running as root (CI) and more ranks than cores (4 ranks on 2 cores) are intended, and
-#   that idle ranks should yield their core (busy polling starves oversubscribed ranks).
+#   that idle ranks should yield their core when ranks outnumber cores (busy polling would starve
+#   the oversubscribed ranks).
 #   LeakSanitizer is off for these: Open MPI keeps allocations alive past MPI_Finalize.
+cmake_host_system_information(RESULT MINIFLOAT_HOST_CORES QUERY NUMBER_OF_LOGICAL_CORES)
 function(minifloat_add_mpi_test name ranks)
   set(_test "mpi: ${name} np=${ranks}")
+  # Yielding only pays when ranks outnumber the cores; otherwise it hands the core to other jobs.
+  set(_yield "")
+  if(ranks GREATER MINIFLOAT_HOST_CORES)
+    set(_yield "OMPI_MCA_mpi_yield_when_idle=1;")
+  endif()
   add_test(NAME "${_test}"
            COMMAND "${MPIEXEC_EXECUTABLE}" ${MPIEXEC_NUMPROC_FLAG} ${ranks} ${MPIEXEC_PREFLAGS} ${ARGN} ${MPIEXEC_POSTFLAGS})
   set_tests_properties("${_test}" PROPERTIES
     LABELS mpi
     TIMEOUT ${MINIFLOAT_MPI_TEST_TIMEOUT}
     PROCESSORS ${ranks}
-    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;OMPI_MCA_mpi_yield_when_idle=1;OMPI_MCA_btl_vader_single_copy_mechanism=none;ASAN_OPTIONS=detect_leaks=0")
+    ENVIRONMENT "OMPI_ALLOW_RUN_AS_ROOT=1;OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1;OMPI_MCA_rmaps_base_oversubscribe=1;${_yield}OMPI_MCA_btl_vader_single_copy_mechanism=none;ASAN_OPTIONS=detect_leaks=0")
 endfunction()

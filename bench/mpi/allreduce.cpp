@@ -137,8 +137,8 @@ int main(int argc, char** argv) {
 
   if (me == 0)
     std::printf("ranks %zu, medians of %d runs (slowest rank each run)\n\n"
-                "| n | method | wall ms | MB sent/rank | vs fp32 bytes | codec ns/elem/rank | SQNR dB | model ms 25 / 100 / 400 Gb/s | pays below |\n"
-                "|---|---|---|---|---|---|---|---|---|\n",
+                "| n | method | wall ms | MB sent/rank | vs fp32 bytes | codec ns/elem/rank | codec ns/byte saved | SQNR dB | model ms 25 / 100 / 400 Gb/s | pays below |\n"
+                "|---|---|---|---|---|---|---|---|---|---|\n",
                 p, reps);
   for (const std::size_t n : sizes) {
     std::vector<float> x(n), out(n);
@@ -212,7 +212,8 @@ int main(int argc, char** argv) {
         std::snprintf(b, sizeof b, "%s%.2f", model.empty() ? "" : " / ", 1e3 * (rw.bytes * 8.0 / (gbps * 1e9) + rw.codec));
         model += b;
       }
-      std::string pays = "-";
+      std::string pays = "-", per_byte = "-";
+      if (rw.codec > 0.0 && fp32_bytes > rw.bytes) per_byte = std::to_string(1e9 * rw.codec / (fp32_bytes - rw.bytes)).substr(0, 5);
       if (rw.codec > 0.0) {
         const double saved = fp32_bytes - rw.bytes;
         char b[48];
@@ -220,10 +221,10 @@ int main(int argc, char** argv) {
         else std::snprintf(b, sizeof b, "%.0f Gb/s", saved * 8.0 / rw.codec / 1e9);
         pays = b;
       }
-      std::printf("| %zuM | %s | %.2f | %.2f | %.3f | %s | %.1f | %s | %s |\n", n >> 20, rw.method.c_str(), 1e3 * rw.seconds,
+      std::printf("| %zuM | %s | %.2f | %.2f | %.3f | %s | %s | %.1f | %s | %s |\n", n >> 20, rw.method.c_str(), 1e3 * rw.seconds,
                   rw.bytes / 1e6, rw.bytes / fp32_bytes,
-                  rw.codec > 0.0 ? std::to_string(1e9 * rw.codec / static_cast<double>(n)).substr(0, 5).c_str() : "-", rw.sqnr,
-                  model.c_str(), pays.c_str());
+                  rw.codec > 0.0 ? std::to_string(1e9 * rw.codec / static_cast<double>(n)).substr(0, 5).c_str() : "-",
+                  per_byte.c_str(), rw.sqnr, model.c_str(), pays.c_str());
     }
   }
   if (me == 0)

@@ -14,6 +14,8 @@ export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_
 export OMPI_MCA_btl_vader_single_copy_mechanism=none
 for ranks in 2 4; do
   echo "== $ranks ranks; $(uptime)"
+  # more ranks than cores: idle ranks must yield, or their busy polling starves the others
+  if [ "$ranks" -gt "$(nproc)" ]; then export OMPI_MCA_mpi_yield_when_idle=1; fi
   mpiexec -n "$ranks" "$bin" "$@"
   echo
 done

@@ -104,7 +104,7 @@ group_scan encode_group(std::span<const float> x, const quant_scheme& s, std::sp
   return sc;
 }
 
-/// Decodes `len` elements of group g (codes at code_offset) of a fp32-scaled body into out.
+/// One fp32-scaled group's codes -> out[i] = decode(codes[i]) * scale.
 template <class Elem>
 void decode_group(std::span<const std::uint8_t> codes, float scale, std::span<float> out) {
   simd::check(simd::dequantize_scaled<Elem>(codes, out, scale), "comm: dequantize_scaled");
