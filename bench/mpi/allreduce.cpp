@@ -84,7 +84,8 @@ double thread_cpu_seconds() {
 double codec_alone(const std::vector<float>& x, std::size_t p, const mc::recipe& r, int reps) {
   const std::size_t n = x.size();
   const auto sh = mc::shard_range(n, p, r.chunk, 0);
-  std::vector<std::uint8_t> send(mc::flat_body_bytes(n, r) + 64 * p), shard(mc::flat_body_bytes(sh.size(), r));
+  const mc::recipe rg = r.gather_recipe();
+  std::vector<std::uint8_t> send(mc::flat_body_bytes(n, r) + 64 * p), shard(mc::flat_body_bytes(sh.size(), rg));
   std::vector<float> acc(sh.size()), out(n);
   std::vector<double> t;
   for (int k = 0; k <= reps; ++k) {
@@ -99,14 +100,25 @@ double codec_alone(const std::vector<float>& x, std::size_t p, const mc::recipe&
     std::fill(acc.begin(), acc.end(), 0.0f);
     const std::size_t b0 = mc::flat_body_bytes(sh.size(), r);
     for (std::size_t j = 0; j < p; ++j) mc::accumulate_flat(std::span(send).first(b0), r, acc);  // p shards of that size
-    (void)mc::encode_flat(acc, r, shard);
-    for (std::size_t j = 0; j < p; ++j) {
+    (void)mc::encode_flat(acc, rg, shard);
+    for (std::size_t j = 0; j < p; ++j) {  // every rank's reduced shard (here: this one's, p times)
       const auto s = mc::shard_range(n, p, r.chunk, j);
-      mc::decode_flat(std::span(send).first(mc::flat_body_bytes(s.size(), r)), r, std::span(out).subspan(s.begin, s.size()));
+      const auto d = std::span(out).subspan(s.begin, std::min(s.size(), sh.size()));
+      mc::decode_flat(std::span<const std::uint8_t>(shard).first(mc::flat_body_bytes(d.size(), rg)), rg, d);
     }
     if (k > 0) t.push_back(thread_cpu_seconds() - t0);  // k = 0 warms up
   }
   return median(t);
+}
+
+std::vector<mc::recipe> bench_recipes() {
+  std::vector<mc::recipe> v;
+  for (const auto f : {mc::wire_format::fp32, mc::wire_format::bf16, mc::wire_format::hif8, mc::wire_format::e4m3,
+                       mc::wire_format::mxfp8_e4m3})
+    v.push_back(mc::recipe::of(f, 1024));
+  v.push_back(mc::recipe::of(mc::wire_format::hif8, 1024));
+  v.back().gather = mc::wire_format::bf16;
+  return v;
 }
 
 std::size_t parse_size(std::string_view s) {
@@ -186,9 +198,7 @@ int main(int argc, char** argv) {
       mf::simd::check(mf::simd::decode<mf::bfloat16>(std::span<const std::uint16_t>(ob), out), "bench");
       rows.push_back({"MPI_Allreduce bf16", median(t), 0.0, mc::plain_all_reduce_bytes(n, p, 2), sqnr(out)});
     }
-    for (const auto f : {mc::wire_format::fp32, mc::wire_format::bf16, mc::wire_format::hif8, mc::wire_format::e4m3,
-                         mc::wire_format::mxfp8_e4m3}) {
-      const auto r = mc::recipe::of(f, 1024);
+    for (const auto& r : bench_recipes()) {
       std::vector<double> t, c;
       std::size_t sent = 0;
       for (int k = 0; k < reps; ++k) {
@@ -199,15 +209,13 @@ int main(int argc, char** argv) {
         c.push_back(slowest(res.codec_seconds));
         sent = res.bytes_sent;
       }
-      rows.push_back({"comm::all_reduce " + std::string(mc::to_string(f)), median(t), median(c), static_cast<double>(sent), sqnr(out)});
+      rows.push_back({"comm::all_reduce " + r.describe(), median(t), median(c), static_cast<double>(sent), sqnr(out)});
     }
     // the codec alone: rank 0 on its own core while the others wait
     std::vector<double> alone;
     MPI_Barrier(MPI_COMM_WORLD);
     if (me == 0)
-      for (const auto f : {mc::wire_format::fp32, mc::wire_format::bf16, mc::wire_format::hif8, mc::wire_format::e4m3,
-                           mc::wire_format::mxfp8_e4m3})
-        alone.push_back(codec_alone(x, p, mc::recipe::of(f, 1024), reps));
+      for (const auto& r : bench_recipes()) alone.push_back(codec_alone(x, p, r, reps));
     MPI_Barrier(MPI_COMM_WORLD);
     if (me != 0) continue;
     for (std::size_t k = 0; k < alone.size(); ++k) rows[2 + k].codec = alone[k];

@@ -721,9 +721,12 @@ int data_parallel_main(int argc, char** argv) {
   dp.ranks = mf::comm::detail::comm_size(MPI_COMM_WORLD);
   std::size_t steps = 200;
   std::uint64_t seed = 0;
-  std::vector<mf::comm::wire_format> wires = {mf::comm::wire_format::fp32, mf::comm::wire_format::bf16,
-                                              mf::comm::wire_format::hif8, mf::comm::wire_format::e4m3,
-                                              mf::comm::wire_format::mxfp8_e4m3};
+  using wire_pair = std::pair<mf::comm::wire_format, mf::comm::wire_format>;  // reduce-scatter, all-gather
+  std::vector<wire_pair> wires;
+  for (const auto f : {mf::comm::wire_format::fp32, mf::comm::wire_format::bf16, mf::comm::wire_format::hif8,
+                       mf::comm::wire_format::e4m3, mf::comm::wire_format::mxfp8_e4m3})
+    wires.push_back({f, f});
+  wires.push_back({mf::comm::wire_format::hif8, mf::comm::wire_format::bf16});
   std::size_t chunk = 256;
   int rc = 0;
   for (int i = 1; i < argc && rc == 0; ++i) {
@@ -737,11 +740,14 @@ int data_parallel_main(int argc, char** argv) {
       ++i;
     } else if (a == "--wire" && i + 1 < argc) {
       wires.clear();
-      for (std::size_t b = 0; b <= v.size();) {
+      for (std::size_t b = 0; b <= v.size();) {  // FORMAT or FORMAT+GATHER (e.g. hif8+bf16)
         const std::size_t e = std::min(v.find(',', b), v.size());
-        const auto f = mf::comm::parse_wire_format(v.substr(b, e - b));
-        if (!f) rc = 2;
-        else wires.push_back(*f);
+        const std::string_view item = v.substr(b, e - b);
+        const std::size_t plus = std::min(item.find('+'), item.size());
+        const auto f = mf::comm::parse_wire_format(item.substr(0, plus));
+        const auto g = plus < item.size() ? mf::comm::parse_wire_format(item.substr(plus + 1)) : f;
+        if (!f || !g) rc = 2;
+        else wires.push_back({*f, *g});
         b = e + 1;
       }
       ++i;
@@ -751,7 +757,7 @@ int data_parallel_main(int argc, char** argv) {
   }
   if (rc != 0 || steps < 20) {
     if (dp.rank == 0)
-      std::cerr << "usage: mpirun -n P training_dp [--steps N>=20] [--seed S] [--chunk C] [--wire fp32,bf16,hif8,...]\n";
+      std::cerr << "usage: mpirun -n P training_dp [--steps N>=20] [--seed S] [--chunk C] [--wire fp32,bf16,hif8,hif8+bf16,...]\n";
     MPI_Finalize();
     return 2;
   }
@@ -765,8 +771,9 @@ int data_parallel_main(int argc, char** argv) {
     std::string wire;
   };
   std::vector<row> rows;
-  for (const auto w : wires) {
+  for (const auto& [w, g] : wires) {
     dp.wire = mf::comm::recipe::of(w, chunk);
+    if (g != w) dp.wire.gather = g;
     rows.push_back({"fp32 GEMMs, data-parallel", train(recipe_id::fp32, steps, spike, outlier, seed, &dp), dp.wire.describe()});
   }
   dp.wire = mf::comm::recipe::of(mf::comm::wire_format::hif8, chunk);

@@ -51,6 +51,9 @@ std::vector<mc::recipe> recipes() {
   for (const auto f : mc::all_wire_formats) r.push_back(mc::recipe::of(f, 1024));
   r.push_back(mc::recipe::of(mc::wire_format::hif8, 32));
   r.push_back(mc::recipe::of(mc::wire_format::mxfp8_e4m3, 64));
+  auto hybrid = mc::recipe::of(mc::wire_format::hif8, 256);  // HiF8 contributions, bf16 sum
+  hybrid.gather = mc::wire_format::bf16;
+  r.push_back(hybrid);
   return r;
 }
 

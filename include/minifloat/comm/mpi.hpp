@@ -120,7 +120,7 @@ inline std::array<std::uint64_t, descriptor_words> words(const descriptor& d) {
 inline descriptor describe(op_id op, const recipe& r, std::size_t count, std::size_t cols) {
   descriptor d;
   d.op = static_cast<std::uint64_t>(op);
-  d.format = static_cast<std::uint64_t>(r.format);
+  d.format = static_cast<std::uint64_t>(r.format) | (r.gather ? (static_cast<std::uint64_t>(*r.gather) + 1) << 8 : 0);
   d.chunk = r.chunk;
   d.target = static_cast<std::uint64_t>(static_cast<std::int64_t>(r.hif8_target) + 1024);
   d.count = count;
@@ -130,7 +130,8 @@ inline descriptor describe(op_id op, const recipe& r, std::size_t count, std::si
 
 inline std::string recipe_text(const std::array<std::uint64_t, descriptor_words>& w) {
   recipe r;
-  r.format = static_cast<wire_format>(w[1]);
+  r.format = static_cast<wire_format>(w[1] & 0xFFU);
+  if ((w[1] >> 8) != 0) r.gather = static_cast<wire_format>((w[1] >> 8) - 1);
   r.chunk = static_cast<std::size_t>(w[2]);
   r.hif8_target = static_cast<int>(static_cast<std::int64_t>(w[3]) - 1024);
   return r.describe();
@@ -324,6 +325,7 @@ inline collective_result all_reduce(std::span<const float> in, std::span<float> 
       throw shape_error("comm::all_reduce: output needs " + std::to_string(in.size()) + " floats (the input's count), got " +
                         std::to_string(out.size()));
     (void)detail::as_count(flat_message_bytes(in.size(), r), "message");
+    (void)detail::as_count(flat_message_bytes(in.size(), r.gather_recipe()), "message");
   });
   detail::agree_on(detail::describe(detail::op_id::all_reduce, r, in.size(), 0), err, detail::must_match::recipe_and_count,
                    comm, "all_reduce");
@@ -333,13 +335,14 @@ inline collective_result all_reduce(std::span<const float> in, std::span<float> 
   bool bad = false;
   const std::span<float> acc = detail::reduce_scatter_core(in, r, comm, p, me, bad, res, sw);
   // The all-gather half: this rank's reduced shard, quantized once.
+  const recipe rg = r.gather_recipe();
   std::vector<int> counts(p);
-  for (std::size_t k = 0; k < p; ++k) counts[k] = detail::as_count(flat_message_bytes(shard_range(n, p, r.chunk, k).size(), r), "message");
+  for (std::size_t k = 0; k < p; ++k) counts[k] = detail::as_count(flat_message_bytes(shard_range(n, p, r.chunk, k).size(), rg), "message");
   const auto disp = detail::displacements(counts, "gather buffer");
   const std::span<std::uint8_t> mine = detail::thread_scratch().mine.get(static_cast<std::size_t>(counts[me])),
                                 all = detail::thread_scratch().all.get(detail::total(counts));
   sw.start();
-  bad = encode_flat(acc, r, std::span(mine).subspan(header_bytes)) || bad;
+  bad = encode_flat(acc, rg, std::span(mine).subspan(header_bytes)) || bad;
   detail::write_header(mine, bad, acc.size());
   sw.stop();
   detail::check_mpi(MPI_Allgatherv(mine.data(), counts[me], MPI_BYTE, all.data(), counts.data(), disp.data(), MPI_BYTE, comm),
@@ -350,7 +353,7 @@ inline collective_result all_reduce(std::span<const float> in, std::span<float> 
     const index_range sh = shard_range(n, p, r.chunk, k);
     const auto msg = std::span<const std::uint8_t>(all).subspan(static_cast<std::size_t>(disp[k]), static_cast<std::size_t>(counts[k]));
     any = any || detail::read_header(msg).nonfinite;
-    decode_flat(msg.subspan(header_bytes), r, out.subspan(sh.begin, sh.size()));
+    decode_flat(msg.subspan(header_bytes), rg, out.subspan(sh.begin, sh.size()));
     if (k != me) {
       res.bytes_sent += static_cast<std::size_t>(counts[me]);
       res.bytes_received += static_cast<std::size_t>(counts[k]);

@@ -113,6 +113,9 @@ struct recipe {
   wire_format format = wire_format::hif8;
   std::size_t chunk = 1024;  ///< flat collectives: elements per chunk (fp32 scale group, shard unit)
   int hif8_target = 3;       ///< hif8: the pow2 target T (amax / s in [2^T, 2^(T+1)))
+  /// all_reduce only: the format of the all-gather half (the reduced sum), when it differs from
+  /// `format` (e.g. hif8 contributions, a bf16 sum: one 8-bit rounding fewer, more bytes).
+  std::optional<wire_format> gather;
 
   static recipe of(wire_format f, std::size_t chunk = 1024) {
     recipe r;
@@ -122,9 +125,18 @@ struct recipe {
   }
   friend bool operator==(const recipe&, const recipe&) = default;
 
+  /// The recipe of all_reduce's all-gather half.
+  [[nodiscard]] recipe gather_recipe() const {
+    recipe g = *this;
+    g.format = gather.value_or(format);
+    g.gather.reset();
+    return g;
+  }
+
   /// Throws shape_error / unsupported_error naming what is wrong.
   void validate() const {
-    if (to_string(format) == "?") throw unsupported_error("comm recipe: unknown wire format");
+    if (to_string(format) == "?" || (gather && to_string(*gather) == "?"))
+      throw unsupported_error("comm recipe: unknown wire format");
     if (chunk == 0 || chunk % mx_group != 0)
       throw shape_error("comm recipe: chunk must be a positive multiple of 32 elements, got " + std::to_string(chunk));
     if (chunk > (std::size_t{1} << 30))
@@ -142,7 +154,8 @@ struct recipe {
   /// e.g. "hif8 chunk=1024 T=3".
   [[nodiscard]] std::string describe() const {
     std::string s = std::string(to_string(format)) + " chunk=" + std::to_string(chunk);
-    if (format == wire_format::hif8) s += " T=" + std::to_string(hif8_target);
+    if (format == wire_format::hif8 || gather == wire_format::hif8) s += " T=" + std::to_string(hif8_target);
+    if (gather) s += " gather=" + std::string(to_string(*gather));
     return s;
   }
 
@@ -219,7 +232,7 @@ struct index_range {
 /// to every other rank its shard of this rank's contribution, then this rank's reduced shard.
 [[nodiscard]] inline std::size_t all_reduce_bytes_sent(std::size_t n, std::size_t parts, std::size_t rank, const recipe& r) {
   std::size_t sent = 0;
-  const std::size_t own = flat_message_bytes(shard_range(n, parts, r.chunk, rank).size(), r);
+  const std::size_t own = flat_message_bytes(shard_range(n, parts, r.chunk, rank).size(), r.gather_recipe());
   for (std::size_t k = 0; k < parts; ++k) {
     if (k == rank) continue;
     sent = checked_add(sent, flat_message_bytes(shard_range(n, parts, r.chunk, k).size(), r), "comm: bytes sent");

@@ -10,8 +10,9 @@
 //   all_reduce     1. each rank quantizes its contribution, chunk by chunk: q_r = Q(x_r)
 //                  2. the owner of each shard dequantizes the P contributions and adds them in
 //                     fp32 in rank order: s = ((0 + D(q_0)) + D(q_1)) + ... + D(q_{P-1})
-//                  3. the owner quantizes its reduced shard once, Q(s), and every rank returns
-//                     D(Q(s)): the same bits on every rank and in every run
+//                  3. the owner quantizes its reduced shard once, Q(s) (in recipe::gather's format
+//                     when it is set), and every rank returns D(Q(s)): the same bits on every rank
+//                     and in every run
 //   reduce_scatter steps 1-2; rank k returns s restricted to its shard (not re-quantized)
 //   all_gather     every rank returns D(Q(x_r)) concatenated in rank order
 //   all_to_all     rows quantized with a scale group per row; D(Q(rows)) concatenated by source
@@ -96,7 +97,7 @@ struct flat_result {
   bool bad = false;
   const auto sum = detail::reduced_sum(xs, r, bad, "comm::reference::all_reduce");
   bad = bad || detail::has_nonfinite(sum);
-  return {detail::fake_flat(sum, r), bad ? step_verdict::skip : step_verdict::apply};
+  return {detail::fake_flat(sum, r.gather_recipe()), bad ? step_verdict::skip : step_verdict::apply};
 }
 
 /// What rank k's reduce_scatter returns (element k of the result): its shard of the fp32 sum.

@@ -187,6 +187,27 @@ TEST_CASE("comm reference all_reduce: rank-order fp32 sum, one re-quantization, 
   CHECK_THROWS_AS(mc::reference::all_reduce({}, mc::recipe::of(mc::wire_format::hif8)), mf::shape_error);
 }
 
+TEST_CASE("comm reference all_reduce with another gather format: the sum is rounded in that format", "[comm]") {
+  std::vector<std::vector<float>> xs;
+  for (std::size_t k = 0; k < 2; ++k) xs.push_back(comm_test::contribution(k, 3000));
+  auto r = mc::recipe::of(mc::wire_format::hif8, 256);
+  r.gather = mc::wire_format::bf16;
+  CHECK(r.describe() == "hif8 chunk=256 T=3 gather=bf16");
+  CHECK(r.gather_recipe() == mc::recipe::of(mc::wire_format::bf16, 256));
+  const auto q = mc::reference::all_reduce(views(xs), r);
+  std::vector<float> s(3000, 0.0f);
+  for (const auto& x : xs) {
+    const auto d = mc::reference::detail::fake_flat(x, mc::recipe::of(mc::wire_format::hif8, 256));
+    for (std::size_t i = 0; i < s.size(); ++i) s[i] += d[i];
+  }
+  CHECK(comm_test::describe_difference(q.values, mc::reference::detail::fake_flat(s, r.gather_recipe())) == "identical");
+  // bytes: 1 + 2 bytes an element over the two halves
+  const std::size_t n = std::size_t{1} << 20;
+  const double ratio = static_cast<double>(mc::all_reduce_bytes_sent(n, 2, 0, r)) / mc::plain_all_reduce_bytes(n, 2, 4);
+  CHECK(ratio > 0.37);
+  CHECK(ratio < 0.38);
+}
+
 TEST_CASE("comm reference: one rank, empty vectors, the quantization of a contribution does not depend on P", "[comm]") {
   const auto r = mc::recipe::of(mc::wire_format::hif8, 256);
   const auto x = comm_test::contribution(0, 3000);
