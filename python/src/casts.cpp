@@ -100,39 +100,47 @@ void minifloat_to_minifloat(void* from, void* to, npy_intp n, void*, void*) {
   }
 }
 
+/// numpy's bool, distinct from npy_ubyte (both are unsigned char).
+struct bool_tag {};
+
 template <class From, class T>
 void from_number(void* from, void* to, npy_intp n, void*, void*) {
-  const auto* x = static_cast<const From*>(from);
+  using C = std::conditional_t<std::is_same_v<From, bool_tag>, npy_bool, From>;
+  const auto* x = static_cast<const C*>(from);
   auto* out = static_cast<code_t<T>*>(to);
   for (npy_intp i = 0; i < n; ++i) {
     double d;
-    if constexpr (std::is_same_v<From, npy_bool>) d = x[i] != 0 ? 1.0 : 0.0;
+    if constexpr (std::is_same_v<From, bool_tag>) d = x[i] != 0 ? 1.0 : 0.0;
     else d = static_cast<double>(x[i]);
     out[i] = encode<T>(d);
   }
 }
 
 template <class To>
-To float_to(float v) noexcept {
-  if constexpr (std::is_same_v<To, npy_bool>) {
-    return v != 0.0f ? NPY_TRUE : NPY_FALSE;
+auto float_to(float v) noexcept {
+  if constexpr (std::is_same_v<To, bool_tag>) {
+    return static_cast<npy_bool>(v != 0.0f ? NPY_TRUE : NPY_FALSE);
   } else if constexpr (std::is_floating_point_v<To>) {
     return static_cast<To>(v);
   } else {
-    // Saturating truncation; NaN -> 0. The bounds are powers of two, exact in float.
-    if (std::isnan(v)) return 0;
+    // Saturating truncation; NaN -> 0. The bounds are powers of two, exact in float. Out-of-range
+    // values are replaced before the conversion so that no lane of a vectorised loop converts
+    // one (that would raise FE_INVALID, which numpy reports as a RuntimeWarning).
     constexpr int digits = std::numeric_limits<To>::digits;
     const float hi = std::ldexp(1.0f, digits);
     const float lo = std::is_signed_v<To> ? -hi : 0.0f;
-    if (v >= hi) return std::numeric_limits<To>::max();
-    if (v <= lo) return std::numeric_limits<To>::min();
-    return static_cast<To>(v);
+    // NaN is replaced before the comparisons: relational operators raise FE_INVALID on it.
+    const bool nan = std::isnan(v);
+    const float w = nan ? 0.0f : v;
+    const bool high = w >= hi, low = w <= lo;
+    const To r = static_cast<To>(nan || high || low ? 0.0f : w);
+    return high ? std::numeric_limits<To>::max() : low ? std::numeric_limits<To>::min() : nan ? To{0} : r;
   }
 }
 
 template <class T, class To>
 void to_number(void* from, void* to, npy_intp n, void*, void*) {
-  auto* out = static_cast<To*>(to);
+  auto* out = static_cast<std::conditional_t<std::is_same_v<To, bool_tag>, npy_bool, To>*>(to);
   decoded_chunks<T>(from, static_cast<std::size_t>(n), [&](const float* v, std::size_t off, std::size_t m) {
     for (std::size_t j = 0; j < m; ++j) out[off + j] = float_to<To>(v[j]);
   });
@@ -180,7 +188,7 @@ void register_casts_of() {
   }
   register_number_casts<T, double>(NPY_DOUBLE);
   register_number_casts<T, long double>(NPY_LONGDOUBLE);
-  register_number_casts<T, npy_bool>(NPY_BOOL);
+  register_number_casts<T, bool_tag>(NPY_BOOL);
   register_number_casts<T, npy_byte>(NPY_BYTE);
   register_number_casts<T, npy_ubyte>(NPY_UBYTE);
   register_number_casts<T, npy_short>(NPY_SHORT);

@@ -237,12 +237,12 @@ PyObject* scalar_richcompare(PyObject* a, PyObject* b, int op) {
   const float x = value_of<T>(code_of<T>(a)), y = value_of<T>(code_of<T>(b));
   bool r = false;
   switch (op) {
-    case Py_LT: r = x < y; break;
-    case Py_LE: r = x <= y; break;
+    case Py_LT: r = std::isless(x, y); break;
+    case Py_LE: r = std::islessequal(x, y); break;
     case Py_EQ: r = x == y; break;
     case Py_NE: r = x != y; break;
-    case Py_GT: r = x > y; break;
-    case Py_GE: r = x >= y; break;
+    case Py_GT: r = std::isgreater(x, y); break;
+    case Py_GE: r = std::isgreaterequal(x, y); break;
     default: Py_RETURN_NOTIMPLEMENTED;
   }
   PyArrayScalar_RETURN_BOOL_FROM_LONG(r ? 1 : 0);
@@ -396,8 +396,8 @@ void arr_dot(void* a, npy_intp as, void* b, npy_intp bs, void* out, npy_intp n, 
 template <class T>
 int arr_compare(const void* a, const void* b, void*) {
   const float x = value_of<T>(load<T>(a)), y = value_of<T>(load<T>(b));
-  if (x < y) return -1;
-  if (y < x) return 1;
+  if (std::isless(x, y)) return -1;
+  if (std::isless(y, x)) return 1;
   const bool nx = std::isnan(x), ny = std::isnan(y);  // NaN sorts last, as numpy's floats do
   if (!nx && ny) return -1;
   if (nx && !ny) return 1;
@@ -418,7 +418,7 @@ int arr_arg(void* data, npy_intp n, npy_intp* index, void*) {
       *index = i;
       return 0;
     }
-    if (Max ? v > best : v < best) best = v, *index = i;
+    if (Max ? std::isgreater(v, best) : std::isless(v, best)) best = v, *index = i;
   }
   return 0;
 }

@@ -9,6 +9,7 @@
 // previous result.
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <numbers>
@@ -145,6 +146,17 @@ bool sign_bit_code(T x) {
 
 // --- float operations ----------------------------------------------------------------------------
 
+// Orderings are compared as integers: the relational operators raise FE_INVALID on NaN, and GCC
+// if-converts even NaN-guarded float comparisons into vector compares over every lane, which
+// numpy would report as a RuntimeWarning where float32 gives none. key() orders the non-NaN
+// floats like their values, -0 equal to +0.
+inline std::int32_t key(float v) noexcept {
+  std::int32_t b = std::bit_cast<std::int32_t>(v);
+  if ((b & 0x7FFFFFFF) == 0) b = 0;
+  return b < 0 ? (b ^ 0x7FFFFFFF) : b;
+}
+
+
 struct add_op { float operator()(float a, float b) const { return a + b; } };
 struct subtract_op { float operator()(float a, float b) const { return a - b; } };
 struct multiply_op { float operator()(float a, float b) const { return a * b; } };
@@ -155,7 +167,7 @@ struct remainder_op {  // Python's %: the result takes the sign of the divisor
   float operator()(float a, float b) const {
     if (b == 0.0f) return std::fmod(a, b);
     float r = std::fmod(a, b);
-    if (r != 0.0f && ((r < 0.0f) != (b < 0.0f))) r += b;
+    if (r != 0.0f && ((key(r) < 0) != (key(b) < 0))) r += b;
     return r == 0.0f ? std::copysign(0.0f, b) : r;
   }
 };
@@ -166,35 +178,48 @@ struct floor_divide_op {
     return std::round((a - r) / b);
   }
 };
+
 struct maximum_op {  // NaN propagates
-  float operator()(float a, float b) const { return std::isnan(a) || a >= b ? a : b; }
+  float operator()(float a, float b) const {
+    return std::isnan(a) ? a : std::isnan(b) ? b : key(a) >= key(b) ? a : b;
+  }
 };
 struct minimum_op {
-  float operator()(float a, float b) const { return std::isnan(a) || a <= b ? a : b; }
+  float operator()(float a, float b) const {
+    return std::isnan(a) ? a : std::isnan(b) ? b : key(a) <= key(b) ? a : b;
+  }
 };
-struct fmax_op { float operator()(float a, float b) const { return std::fmax(a, b); } };
-struct fmin_op { float operator()(float a, float b) const { return std::fmin(a, b); } };
+struct fmax_op {  // NaN ignored
+  float operator()(float a, float b) const {
+    return std::isnan(b) ? a : std::isnan(a) ? b : key(a) >= key(b) ? a : b;
+  }
+};
+struct fmin_op {
+  float operator()(float a, float b) const {
+    return std::isnan(b) ? a : std::isnan(a) ? b : key(a) <= key(b) ? a : b;
+  }
+};
 struct copysign_op { float operator()(float a, float b) const { return std::copysign(a, b); } };
 struct arctan2_op { float operator()(float a, float b) const { return std::atan2(a, b); } };
 struct hypot_op { float operator()(float a, float b) const { return std::hypot(a, b); } };
 struct logaddexp_op {
   float operator()(float a, float b) const {
     if (a == b) return a + std::log(2.0f);  // also +-inf
-    const float m = std::max(a, b), d = -std::fabs(a - b);
+    const float m = key(a) > key(b) ? a : b, d = -std::fabs(a - b);
     return std::isnan(d) ? a + b : m + std::log1p(std::exp(d));
   }
 };
 struct logaddexp2_op {
   float operator()(float a, float b) const {
     if (a == b) return a + 1.0f;
-    const float m = std::max(a, b), d = -std::fabs(a - b);
+    const float m = key(a) > key(b) ? a : b, d = -std::fabs(a - b);
     return std::isnan(d) ? a + b : m + std::log1p(std::exp2(d)) / std::numbers::ln2_v<float>;
   }
 };
 struct heaviside_op {
   float operator()(float a, float b) const {
     if (std::isnan(a)) return a;
-    return a < 0.0f ? 0.0f : a > 0.0f ? 1.0f : b;
+    return key(a) < 0 ? 0.0f : key(a) > 0 ? 1.0f : b;
   }
 };
 
@@ -202,7 +227,9 @@ struct negative_op { float operator()(float a) const { return -a; } };
 struct positive_op { float operator()(float a) const { return a; } };
 struct absolute_op { float operator()(float a) const { return std::fabs(a); } };
 struct sign_op {
-  float operator()(float a) const { return std::isnan(a) ? a : a > 0.0f ? 1.0f : a < 0.0f ? -1.0f : 0.0f; }
+  float operator()(float a) const {
+    return std::isnan(a) ? a : key(a) > 0 ? 1.0f : key(a) < 0 ? -1.0f : 0.0f;
+  }
 };
 struct rint_op { float operator()(float a) const { return std::nearbyint(a); } };
 struct floor_op { float operator()(float a) const { return std::floor(a); } };
@@ -236,10 +263,11 @@ struct rad2deg_op { float operator()(float a) const { return a * (180.0f / std::
 
 struct equal_op { bool operator()(float a, float b) const { return a == b; } };
 struct not_equal_op { bool operator()(float a, float b) const { return a != b; } };
-struct less_op { bool operator()(float a, float b) const { return a < b; } };
-struct less_equal_op { bool operator()(float a, float b) const { return a <= b; } };
-struct greater_op { bool operator()(float a, float b) const { return a > b; } };
-struct greater_equal_op { bool operator()(float a, float b) const { return a >= b; } };
+inline bool ordered(float a, float b) noexcept { return !std::isnan(a) && !std::isnan(b); }
+struct less_op { bool operator()(float a, float b) const { return ordered(a, b) && key(a) < key(b); } };
+struct less_equal_op { bool operator()(float a, float b) const { return ordered(a, b) && key(a) <= key(b); } };
+struct greater_op { bool operator()(float a, float b) const { return ordered(a, b) && key(a) > key(b); } };
+struct greater_equal_op { bool operator()(float a, float b) const { return ordered(a, b) && key(a) >= key(b); } };
 struct logical_and_op { bool operator()(float a, float b) const { return a != 0.0f && b != 0.0f; } };
 struct logical_or_op { bool operator()(float a, float b) const { return a != 0.0f || b != 0.0f; } };
 struct logical_xor_op { bool operator()(float a, float b) const { return (a != 0.0f) != (b != 0.0f); } };
