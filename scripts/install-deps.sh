@@ -5,7 +5,8 @@
 #   scripts/install-deps.sh --fuzz    also clang + libFuzzer runtime (for the "fuzz" preset)
 set -euo pipefail
 
-packages=(cmake g++ make catch2 libfmt-dev libbenchmark-dev libopenblas-dev python3-numpy)
+packages=(cmake g++ make catch2 libfmt-dev libbenchmark-dev libopenblas-dev python3-numpy
+          python3-dev pybind11-dev python3-pytest python3-hypothesis)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
