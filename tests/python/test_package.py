@@ -10,7 +10,8 @@ PKG = os.path.dirname(mf.__file__)
 
 
 def stub_names():
-    tree = ast.parse(open(os.path.join(PKG, "__init__.pyi")).read())
+    with open(os.path.join(PKG, "__init__.pyi")) as f:
+        tree = ast.parse(f.read())
     names = set()
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
