@@ -157,7 +157,7 @@ def gemm(
     layout: Literal["nk", "kn"] = "nk",
     bias: Optional[ArrayLike] = None,
     out_dtype: Optional[DTypeLike] = None,
-    threads: int = 1,
+    threads: int = 0,
     isa: Isa = "automatic",
 ) -> npt.NDArray[Any]:
     """C (M, N) = A (M, K) @ B (+ bias); B stored (N, K) (layout 'nk') or (K, N) ('kn'). 'fast' is

@@ -213,7 +213,7 @@ py::array gemm_py(const py_quantized& a, const py_quantized& b, const std::strin
     for (std::size_t r = 0; r < br.view.rows; ++r) bias_v.insert(bias_v.end(), br.view.row(r), br.view.row(r) + br.view.cols);
   }
   gemm_config cfg;
-  cfg.threads = threads;
+  cfg.threads = threads == 0 ? default_threads() : threads;
   cfg.isa = parse_isa_arg(isa, "gemm");
   const auto av = a.q.view(), bv = b.q.view();
   const std::size_t m = av.rows, n = lay == gemm_layout::nk ? bv.rows : bv.cols;
@@ -411,13 +411,14 @@ MX elements only take nearest / nearest_even. Always saturating. Returns a Quant
         "instead of computing them. Not for MX schemes.");
   m.def("dequantize", [](const py_quantized& q) { return dequantize_py(q); }, py::arg("q"), "q.dequantize().");
   m.def("gemm", &gemm_py, py::arg("a"), py::arg("b"), py::kw_only(), py::arg("order") = "fast", py::arg("layout") = "nk",
-        py::arg("bias") = py::none(), py::arg("out_dtype") = py::none(), py::arg("threads") = 1,
+        py::arg("bias") = py::none(), py::arg("out_dtype") = py::none(), py::arg("threads") = 0,
         py::arg("isa") = "automatic",
         R"doc(C = A @ B (+ bias) on quantized operands: A (M, K); B stored (N, K) with layout="nk" (the
 torch.nn.Linear.weight layout, the default) or (K, N) with layout="kn".
 order: "exact" (exact products and sum, one rounding), "fp32_blocks" (the hardware order: fp32
 partial sums per K block, scaled and accumulated in fp32) or "fast" (the SIMD GEMM, bit-identical
-to fp32_blocks). Returns float32 (M, N), or bfloat16 with out_dtype=minifloat.bfloat16.)doc");
+to fp32_blocks, whatever the thread count; threads 0 = minifloat.get_num_threads()). Returns
+float32 (M, N), or bfloat16 with out_dtype=minifloat.bfloat16.)doc");
   m.def("sqnr", [](const py::handle& x, const py::handle& y) {
     const auto p = vectors(x, y, "sqnr");
     return analysis::measure_error(p.x_flat, p.y_flat).sqnr_db();
