@@ -224,7 +224,7 @@ void throw_status(simd::kernel_status s, const char* who) {
 /// x as a C-contiguous aligned array of one of the dtypes cast() reads directly (float32, float64,
 /// float16, bfloat16); other minifloat dtypes widen to float32 and integers to float64, exactly.
 py::array cast_input(const py::handle& x) {
-  PyObject* arr = PyArray_FROM_OF(x.ptr(), NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+  PyObject* arr = PyArray_FROM_OF(x.ptr(), NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED);
   if (arr == nullptr) throw py::error_already_set();
   auto a = py::reinterpret_steal<py::array>(arr);
   const int t = PyArray_TYPE(reinterpret_cast<PyArrayObject*>(arr));
@@ -292,7 +292,7 @@ py::array cast_array(const py::handle& x, const py::handle& dtype, const std::st
 }
 
 py::array c_contiguous_u8(const py::handle& x, const char* who, int also_typenum) {
-  PyObject* arr = PyArray_FROM_OF(x.ptr(), NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+  PyObject* arr = PyArray_FROM_OF(x.ptr(), NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED);
   if (arr == nullptr) throw py::error_already_set();
   auto a = py::reinterpret_steal<py::array>(arr);
   const int t = PyArray_TYPE(reinterpret_cast<PyArrayObject*>(arr));

@@ -155,7 +155,7 @@ py_quantized from_parts_py(const std::string& scheme, const std::vector<py::ssiz
   const auto cols = static_cast<std::size_t>(shape.back());
   const std::size_t rows = cols == 0 ? 0 : total / cols;
   const auto bytes_of = [](const py::handle& h, const char* what) {
-    PyObject* o = PyArray_FROM_OF(h.ptr(), NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED);
+    PyObject* o = PyArray_FROM_OF(h.ptr(), NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED | NPY_ARRAY_NOTSWAPPED);
     if (o == nullptr) throw py::error_already_set();
     auto a = py::reinterpret_steal<py::array>(o);
     (void)what;

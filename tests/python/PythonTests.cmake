@@ -13,7 +13,12 @@ endif()
 set(_minifloat_python_env
   "PYTHONPATH=${MINIFLOAT_PYTHON_PACKAGE_DIR}/.."
   "PYTHONDONTWRITEBYTECODE=1"
-  "MINIFLOAT_TEST_DATA_DIR=${PROJECT_SOURCE_DIR}/tests/data")
+  "MINIFLOAT_TEST_DATA_DIR=${PROJECT_SOURCE_DIR}/tests/data"
+  "MINIFLOAT_BUILD_DIR=${PROJECT_BINARY_DIR}")
+if(TARGET minifloat_cli)
+  # test_metrics_recipes.py compares analyze() with the CLI's JSON.
+  list(APPEND _minifloat_python_env "MINIFLOAT_CLI=$<TARGET_FILE:minifloat_cli>")
+endif()
 if(MINIFLOAT_SANITIZE)
   # The interpreter is not instrumented: the sanitizer runtimes are preloaded for the extension;
   # CPython's and numpy's own allocations are not leaks we can act on.

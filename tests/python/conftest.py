@@ -1,4 +1,5 @@
 """pytest configuration of tests/python (run by ctest, label python, one entry per file).
+Needs python3-pytest and python3-hypothesis.
 
 A run in which no test passed fails (exit status 1): a file whose tests were all skipped, or that
 collected nothing, is a defect, not a success. The oracle module next to this file is importable.
@@ -7,8 +8,14 @@ import os
 import sys
 
 import pytest
+from hypothesis import settings
 
 sys.path.insert(0, os.path.dirname(__file__))
+
+# No example database: the source tree stays clean and every run draws fresh examples (a failure
+# prints its seed and the falsifying example).
+settings.register_profile("minifloat", database=None, deadline=None, print_blob=True)
+settings.load_profile("minifloat")
 
 _passed = 0
 

@@ -149,6 +149,10 @@ def test_shapes_and_layouts():
     assert mf.cast(np.zeros((0, 3), np.float32), "hifloat8").shape == (0, 3)
     assert mf.cast(np.float32(1.5), "hifloat8").shape == ()
     assert mf.cast([1.0, 2.0], "float8_e4m3fn").dtype == mf.float8_e4m3fn  # lists: read as float64
+    big_endian = np.array([1.5, -3.0, 448.0], dtype=">f4")  # byte-swapped input is swapped first
+    np.testing.assert_array_equal(mf.cast(big_endian, "float8_e4m3fn").astype(np.float32), [1.5, -3.0, 448.0])
+    np.testing.assert_array_equal(big_endian.astype(mf.float8_e4m3fn).astype(np.float32), [1.5, -3.0, 448.0])
+    np.testing.assert_array_equal(mf.quantize(big_endian, "float8_e4m3fn/tensor").dequantize(), [1.5, -3.0, 448.0])
     np.testing.assert_array_equal(mf.cast(np.array([1, 2, 3]), "float8_e5m2").astype(np.float32), [1, 2, 3])
     h = mf.cast(np.array([0.3], np.float32), "hifloat8")
     np.testing.assert_array_equal(mf.cast(h, "float8_e4m3fn").view(np.uint8),

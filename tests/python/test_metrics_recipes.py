@@ -129,3 +129,31 @@ def test_delayed_scaling_protocol():
         mf.delayed_scaling(reduction="mean")
     with pytest.raises(ValueError, match="not both"):
         ds.step(x, amax=1.0)
+
+
+def test_analyze_matches_the_cli_json(tmp_path):
+    """mf.analyze on a shipped PP-OCRv4 tensor gives the numbers `minifloat analyze --json` prints."""
+    import json
+    import os
+    import subprocess
+
+    cli = os.environ.get("MINIFLOAT_CLI")
+    if not cli or not os.path.exists(cli):
+        pytest.skip("MINIFLOAT_CLI (the minifloat binary) not given; ctest sets it")
+    root = os.path.join(os.path.dirname(__file__), "..", "..")
+    path = os.path.join(root, "data", "ppocrv4", "weights", "rec.conv2d_106.w_0.npy")
+    out = tmp_path / "a.json"
+    subprocess.run([cli, "analyze", path, "--json", str(out)], check=True, stdout=subprocess.DEVNULL)
+    with open(out) as f:
+        doc = json.load(f)
+    results = doc["tensors"][0]["results"]
+    mine = mf.analyze(np.load(path))
+    assert list(results) == list(mine)
+    for name, r in results.items():
+        m = mine[name]
+        for k in ("count", "finite_count", "nonzero_count", "zero_count", "overflow_count", "underflow_count",
+                  "nan_count", "nonfinite_inputs"):
+            assert r[k] == m[k], (name, k)
+        for k in ("sqnr_db", "mse", "max_abs_error", "max_rel_error", "zero_rate"):
+            assert float(r[k]) == pytest.approx(m[k], rel=1e-9, abs=1e-300), (name, k)
+        assert {c: v["count"] for c, v in r["classes"].items()} == {c: v["count"] for c, v in m["classes"].items()}

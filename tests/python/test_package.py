@@ -60,3 +60,25 @@ def test_readme_example():
     c = mf.gemm(q, mf.quantize(x, "mxfp8_e4m3"), order="exact")      # x @ x.T on the quantized values
     assert y.dtype == np.dtype("float8_e4m3fn") and s.dtype == mf.hifloat8
     assert c.shape == (128, 128) and mf.sqnr(x, q) > 30
+
+
+def test_install_rule(tmp_path):
+    """`cmake --install` of the minifloat_python component gives an importable package."""
+    import subprocess
+    import sys
+
+    build = os.environ.get("MINIFLOAT_BUILD_DIR")
+    if not build:
+        import pytest
+
+        pytest.skip("MINIFLOAT_BUILD_DIR not given; ctest sets it")
+    subprocess.run(["cmake", "--install", build, "--prefix", str(tmp_path), "--component", "minifloat_python"],
+                   check=True, stdout=subprocess.DEVNULL)
+    init = list(tmp_path.rglob("minifloat/__init__.py"))
+    assert len(init) == 1
+    site = str(init[0].parent.parent)
+    env = dict(os.environ, PYTHONPATH=site)
+    out = subprocess.run([sys.executable, "-c", "import minifloat, numpy as np; print(minifloat.__file__);"
+                          "print(np.float32(1).astype(minifloat.hifloat8).view(np.uint8))"],
+                         check=True, capture_output=True, text=True, env=env).stdout.split()
+    assert out[0].startswith(site) and out[1] == "8"
