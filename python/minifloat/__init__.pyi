@@ -141,11 +141,14 @@ class QuantizedTensor:
     def from_parts(scheme: str, shape: Sequence[int], codes: ArrayLike, scales: ArrayLike) -> "QuantizedTensor":
         """Adopts codes and scales laid out as .codes / .scales are (ValueError if a size is off)."""
 
-def quantize(x: ArrayLike, scheme: str, *, round: Optional[Rounding] = None, seed: int = 0) -> QuantizedTensor:
-    """Quantizes x (read as float32; N-D as (prod(leading), last)) under a scheme string of the
-    CLI: 'mxfp8_e4m3', 'mxfp4/axis=0', 'hifloat8/tensor', 'float8_e4m3fn/block128', ... Saturating."""
+def quantize(x: ArrayLike, scheme: str, *, round: Optional[Rounding] = None, seed: int = 0,
+             flatten: Literal["last", "first"] = "last") -> QuantizedTensor:
+    """Quantizes x (read as float32; N-D as (prod(leading), last), or (first, prod(rest)) with
+    flatten='first') under a scheme string of the CLI: 'mxfp8_e4m3', 'mxfp4/axis=0',
+    'hifloat8/tensor', 'float8_e4m3fn/block128', ... Saturating."""
 
-def quantize_with_scales(x: ArrayLike, scheme: str, scales: ArrayLike) -> QuantizedTensor:
+def quantize_with_scales(x: ArrayLike, scheme: str, scales: ArrayLike, *,
+                         flatten: Literal["last", "first"] = "last") -> QuantizedTensor:
     """Static scaling with the given fp32 scale grid (not for MX)."""
 
 def dequantize(q: QuantizedTensor) -> npt.NDArray[np.float32]: ...
@@ -171,8 +174,10 @@ def error_metrics(x: ArrayLike, y: Union[ArrayLike, QuantizedTensor]) -> Dict[st
 def measure(x: ArrayLike, q: QuantizedTensor) -> Dict[str, Any]:
     """Every metric of `minifloat analyze` (precision classes, scaled exponents included)."""
 
-def analyze(x: ArrayLike, schemes: Optional[Sequence[str]] = None) -> Dict[str, Dict[str, Any]]:
-    """{scheme name: metrics dict} for each scheme (default: the CLI's default set)."""
+def analyze(x: ArrayLike, schemes: Optional[Sequence[str]] = None, *,
+            flatten: Optional[Literal["last", "first"]] = None) -> Dict[str, Dict[str, Any]]:
+    """{scheme name: metrics dict} for each scheme (default: the CLI's default set), as `minifloat
+    analyze --json`; flatten None is the CLI's rule (4-D by the first axis, others by the last)."""
 
 def parse_scheme(scheme: str) -> Dict[str, Any]: ...
 def default_schemes() -> List[str]: ...

@@ -17,7 +17,14 @@
 
 namespace minifloat::python {
 
-float_rows as_float_rows(const py::handle& x, const char* who) {
+flatten_mode parse_flatten_arg(const std::string& s, const char* who) {
+  if (s == "last") return flatten_mode::last_axis;
+  if (s == "first") return flatten_mode::first_axis;
+  throw py::value_error(std::string(who) + ": flatten must be 'last' ((prod(leading), last) rows) or 'first' "
+                        "((first, prod(rest)) rows), got '" + s + "'");
+}
+
+float_rows as_float_rows(const py::handle& x, const char* who, flatten_mode mode) {
   float_rows r;
   PyObject* obj = PyArray_FROM_O(x.ptr());
   if (obj == nullptr) throw py::error_already_set();
@@ -32,8 +39,8 @@ float_rows as_float_rows(const py::handle& x, const char* who) {
   if (PyArray_NDIM(pa) == 0)
     throw py::value_error(std::string(who) + ": expected an array with at least one dimension, got a 0-d array");
   r.shape.assign(a.shape(), a.shape() + a.ndim());
-  const auto cols = static_cast<std::size_t>(r.shape.back());
-  const std::size_t rows = cols == 0 ? 0 : static_cast<std::size_t>(a.size()) / cols;
+  const std::vector<std::size_t> dims(r.shape.begin(), r.shape.end());
+  const auto [rows, cols] = matrix_shape(dims, mode);
   // float32 with contiguous rows: no copy (a 2-D slice of a wider matrix keeps its row stride).
   if (t == NPY_FLOAT && PyArray_ISALIGNED(pa) && PyArray_ISNOTSWAPPED(pa)) {
     const npy_intp* st = PyArray_STRIDES(pa);
@@ -43,7 +50,7 @@ float_rows as_float_rows(const py::handle& x, const char* who) {
       r.view = matrix_view<const float>(static_cast<const float*>(PyArray_DATA(pa)), rows, cols, cols);
       return r;
     }
-    if (nd == 2 && st[1] == 4 && st[0] > 0 && st[0] % 4 == 0 && static_cast<std::size_t>(st[0] / 4) >= cols) {
+    if (nd == 2 && mode == flatten_mode::last_axis && st[1] == 4 && st[0] > 0 && st[0] % 4 == 0 && static_cast<std::size_t>(st[0] / 4) >= cols) {
       r.keep = a;
       r.view = matrix_view<const float>(static_cast<const float*>(PyArray_DATA(pa)), rows, cols,
                                         static_cast<std::size_t>(st[0] / 4));
@@ -75,6 +82,8 @@ bool is_16bit(format_id f) { return f == format_id::bfloat16 || f == format_id::
 py::array codes_of(const py_quantized& self, const py::handle& owner) {
   const auto& q = self.q;
   std::vector<py::ssize_t> shape = self.shape;
+  if (self.flatten == flatten_mode::first_axis && shape.size() > 2)  // rows of the matrix, as the CLI writes them
+    shape = {static_cast<py::ssize_t>(q.rows()), static_cast<py::ssize_t>(q.cols())};
   const format_id f = q.scheme().format;
   if (is_16bit(f)) return view_of(py::dtype("uint16"), shape, q.codes().data(), owner);
   shape.back() = static_cast<py::ssize_t>(detail::code_row_bytes(f, q.cols()));
@@ -108,29 +117,33 @@ quant_scheme scheme_from(const std::string& text, const std::optional<std::strin
   return s;
 }
 
-py_quantized wrap(quantized_tensor q, std::vector<py::ssize_t> shape) {
+py_quantized wrap(quantized_tensor q, std::vector<py::ssize_t> shape, flatten_mode mode = flatten_mode::last_axis) {
   py_quantized r;
   r.name = scheme_name(q.scheme());
   r.q = std::move(q);
   r.shape = std::move(shape);
+  r.flatten = mode;
   return r;
 }
 
 py_quantized quantize_py(const py::handle& x, const std::string& scheme, const std::optional<std::string>& round,
-                         std::uint64_t seed) {
+                         std::uint64_t seed, const std::string& flatten) {
   const quant_scheme s = scheme_from(scheme, round, seed);
-  float_rows in = as_float_rows(x, "quantize");
+  const flatten_mode mode = parse_flatten_arg(flatten, "quantize");
+  float_rows in = as_float_rows(x, "quantize", mode);
   quantized_tensor q;
   {
     py::gil_scoped_release release;
     q = quantize(in.view, s);
   }
-  return wrap(std::move(q), in.shape);
+  return wrap(std::move(q), in.shape, mode);
 }
 
-py_quantized quantize_with_scales_py(const py::handle& x, const std::string& scheme, const py::handle& scales) {
+py_quantized quantize_with_scales_py(const py::handle& x, const std::string& scheme, const py::handle& scales,
+                                     const std::string& flatten) {
   const quant_scheme s = scheme_from(scheme, std::nullopt, 0);
-  float_rows in = as_float_rows(x, "quantize_with_scales");
+  const flatten_mode mode = parse_flatten_arg(flatten, "quantize_with_scales");
+  float_rows in = as_float_rows(x, "quantize_with_scales", mode);
   float_rows sc = as_float_rows(scales, "quantize_with_scales (scales)");
   std::vector<float> flat;
   flat.reserve(sc.view.size());
@@ -140,7 +153,7 @@ py_quantized quantize_with_scales_py(const py::handle& x, const std::string& sch
     py::gil_scoped_release release;
     q = quantize_with_scales(in.view, s, flat);
   }
-  return wrap(std::move(q), in.shape);
+  return wrap(std::move(q), in.shape, mode);
 }
 
 py_quantized from_parts_py(const std::string& scheme, const std::vector<py::ssize_t>& shape, const py::handle& codes,
@@ -310,7 +323,7 @@ pair_of_vectors vectors(const py::handle& x, const py::handle& y, const char* wh
 }
 
 py::dict measure_py(const py::handle& x, const py_quantized& q) {
-  float_rows in = as_float_rows(x, "measure");
+  float_rows in = as_float_rows(x, "measure", q.flatten);
   const auto v = q.q.view();
   if (in.view.rows != v.rows || in.view.cols != v.cols)
     throw py::value_error("measure: x is " + std::to_string(in.view.rows) + "x" + std::to_string(in.view.cols) +
@@ -326,14 +339,24 @@ py::dict measure_py(const py::handle& x, const py_quantized& q) {
   return d;
 }
 
-py::dict analyze_py(const py::handle& x, const std::optional<std::vector<std::string>>& schemes) {
+py::dict analyze_py(const py::handle& x, const std::optional<std::vector<std::string>>& schemes,
+                    const std::optional<std::string>& flatten) {
   std::vector<named_scheme> list;
   if (schemes) {
     for (const auto& s : *schemes) list.push_back(parse_scheme(s));
   } else {
     list = analysis::default_schemes();
   }
-  float_rows in = as_float_rows(x, "analyze");
+  flatten_mode mode;
+  if (flatten) {
+    mode = parse_flatten_arg(*flatten, "analyze");
+  } else {  // the CLI's rule: 4-D (conv weights) by output channel, everything else by the last axis
+    const py::array a = py::array::ensure(x);
+    if (!a) throw py::type_error("analyze: expected an array");
+    const std::vector<std::size_t> dims(a.shape(), a.shape() + a.ndim());
+    mode = analysis_flatten(dims);
+  }
+  float_rows in = as_float_rows(x, "analyze", mode);
   std::vector<analysis::fidelity_stats> stats;
   {
     py::gil_scoped_release release;
@@ -400,13 +423,16 @@ N-D input is quantized as (prod(leading dims), last dim), like the CLI.)doc")
                   "ValueError if a size does not fit the scheme and shape.");
 
   m.def("quantize", &quantize_py, py::arg("x"), py::arg("scheme"), py::kw_only(), py::arg("round") = py::none(),
-        py::arg("seed") = 0,
+        py::arg("seed") = 0, py::arg("flatten") = "last",
         R"doc(Quantizes x under a scheme string of the CLI (e.g. "mxfp8_e4m3", "hifloat8/tensor",
 "float8_e4m3fn/block128", "float4_e2m1fn/mx/axis=0", "float8_e5m2/channel/round=toward_zero").
 x is read as float32 (in place when its rows are contiguous float32). round overrides the
 scheme's rounding (stochastic included, with seed: element (r, c) uses random_bits(seed, r * cols + c));
-MX elements only take nearest / nearest_even. Always saturating. Returns a QuantizedTensor.)doc");
+MX elements only take nearest / nearest_even. Always saturating. flatten: N-D x as the matrix
+(prod(leading), last) ("last", the default) or (first, prod(rest)) ("first": conv weights, the
+CLI's --flatten first). Returns a QuantizedTensor.)doc");
   m.def("quantize_with_scales", &quantize_with_scales_py, py::arg("x"), py::arg("scheme"), py::arg("scales"),
+        py::kw_only(), py::arg("flatten") = "last",
         "Static scaling: quantizes with the given fp32 scales (one per group of the scale grid, row-major) "
         "instead of computing them. Not for MX schemes.");
   m.def("dequantize", [](const py_quantized& q) { return dequantize_py(q); }, py::arg("q"), "q.dequantize().");
@@ -437,8 +463,11 @@ float32 (M, N), or bfloat16 with out_dtype=minifloat.bfloat16.)doc");
   m.def("measure", &measure_py, py::arg("x"), py::arg("q"),
         "Every metric of `minifloat analyze` for the QuantizedTensor q made from x, as a dict (precision classes "
         "and scaled exponents included).");
-  m.def("analyze", &analyze_py, py::arg("x"), py::arg("schemes") = py::none(),
-        "Quantizes x under each scheme (default: the CLI's default set) and returns {scheme name: metrics dict}.");
+  m.def("analyze", &analyze_py, py::arg("x"), py::arg("schemes") = py::none(), py::kw_only(),
+        py::arg("flatten") = py::none(),
+        "Quantizes x under each scheme (default: the CLI's default set) and returns {scheme name: metrics dict}, "
+        "the numbers of `minifloat analyze --json`. flatten None: the CLI's rule (4-D tensors as (first, "
+        "prod(rest)), others as (prod(leading), last)); or 'last' / 'first'.");
   m.def("parse_scheme", &scheme_dict, py::arg("scheme"), "A scheme string's fields, as a dict (raises ValueError).");
   m.def("default_schemes", [] {
     std::vector<std::string> v;

@@ -51,6 +51,7 @@ py_quantized quantize_with(const py::handle& x, const quant_scheme& s, const ste
   }
   out.shape = in.shape;
   out.name = scheme_name(s);
+  out.flatten = flatten_mode::last_axis;
   return out;
 }
 

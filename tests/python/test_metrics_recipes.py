@@ -147,7 +147,11 @@ def test_analyze_matches_the_cli_json(tmp_path):
     with open(out) as f:
         doc = json.load(f)
     results = doc["tensors"][0]["results"]
-    mine = mf.analyze(np.load(path))
+    x = np.load(path)
+    assert x.ndim == 4  # a conv weight: the CLI reads it as (out channels, rest)
+    mine = mf.analyze(x)
+    assert doc["tensors"][0]["matrix"] == [x.shape[0], x.size // x.shape[0]]
+    assert mine == mf.analyze(x, flatten="first") and mine != mf.analyze(x, flatten="last")
     assert list(results) == list(mine)
     for name, r in results.items():
         m = mine[name]

@@ -94,6 +94,20 @@ def test_nd_input_is_rows_of_the_last_axis(scheme):
     np.testing.assert_array_equal(q1.dequantize(), mf.quantize(x[:1], scheme).dequantize()[0])
 
 
+def test_flatten_first():
+    w = data(6, 40, seed=9).reshape(6, 10, 2, 2)  # conv weight (O, I, kh, kw)
+    q = mf.quantize(w, "hifloat8/channel", flatten="first")
+    assert q.rows == 6 and q.cols == 40 and q.codes.shape == (6, 40) and q.scales.shape == (6, 1)
+    np.testing.assert_array_equal(q.codes, mf.quantize(w.reshape(6, 40), "hifloat8/channel").codes)
+    assert q.dequantize().shape == w.shape
+    np.testing.assert_array_equal(q.dequantize().reshape(6, 40), mf.quantize(w.reshape(6, 40), "hifloat8/channel").dequantize())
+    last = mf.quantize(w, "hifloat8/channel")
+    assert last.rows == 120 and last.codes.shape == (6, 10, 2, 2)
+    assert mf.measure(w, q)["count"] == 240
+    with pytest.raises(ValueError, match="flatten"):
+        mf.quantize(w, "hifloat8/channel", flatten="middle")
+
+
 def test_strided_rows_are_read_in_place():
     big = data(40, 300, seed=4)
     view = big[5:25, 10:138]  # rows contiguous, row stride 300
