@@ -1,4 +1,4 @@
-# Included from python/CMakeLists.txt: one ctest per tests/python/test_*.py, label "python",
+# Included from python/CMakeLists.txt: one ctest per test_*.py file of tests/python/, label "python",
 # running pytest with the freshly built package first on PYTHONPATH. conftest.py fails a run in
 # which no test passed, so a file whose tests are all skipped (or that collects nothing) fails.
 file(GLOB MINIFLOAT_PYTHON_TESTS CONFIGURE_DEPENDS "${CMAKE_CURRENT_LIST_DIR}/test_*.py")
