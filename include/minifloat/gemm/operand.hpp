@@ -24,6 +24,10 @@
 //              block R x C        R along K x C outputs; per output      C x R
 //                                 channel is block K x 1
 //              mx, axis 0         E8M0 per 32 along K                    1 x 32
+//   any        mx, 32x32 tiles    E8M0 per 32x32 tile (block=32x32)      32 x 32
+// A 32x32-tiled tensor is read in either orientation from the same codes and scales: stored
+// (R, C), it is A or B nk with K = C, or B kn with K = R (so X and X^T, or W as B nk and B kn,
+// share one quantization; the transposed use of A is a byte transpose of codes and grid).
 // Rejected with unsupported_error (the message says what to use instead): MX blocks that run
 // along M or N (A axis 0, B nk axis 1 is fine, B kn axis 1 is not), channel/token scales of a
 // B stored (K, N) (they would scale rows of K, the reduction axis: use block K x 1, or store
@@ -153,14 +157,15 @@ inline operand make_operand(const quantized_tensor_view& q, char role, gemm_layo
   const std::size_t gc = q.scale_grid_cols();
   if (s.gran == granularity::mx) {
     const int want_axis = k_major ? 1 : 0;
-    if (s.axis != want_axis)
+    const bool square = s.tile() == mx_tile::square32;  // a 32x32 tile runs along K in either layout
+    if (!square && s.axis != want_axis)
       throw unsupported_error(who + " is MX-blocked along axis " + std::to_string(s.axis) +
                               ", i.e. along " + (role == 'A' ? "M" : "N") +
                               "; GEMM needs the 32-element blocks along K: axis " + std::to_string(want_axis) +
                               " for a " + (k_major ? "(rows, K)" : "(K, N)") + " operand");
     o.mx = true;
     o.mx_scales = q.mx_scales.data();
-    o.tile_outer = 1;
+    o.tile_outer = square ? 32 : 1;
     o.tile_k = 32;
     o.stride_outer = k_major ? gc : 1;
     o.stride_k = k_major ? 1 : gc;

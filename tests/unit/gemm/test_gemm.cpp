@@ -37,6 +37,12 @@ quant_scheme block_scheme(format_id f, std::size_t r, std::size_t c) {
   return s;
 }
 
+quant_scheme square32(format_id f) {  // MX with one E8M0 scale per 32x32 tile, read in both layouts
+  quant_scheme s = quant_scheme::make(f, granularity::mx);
+  s.block_rows = s.block_cols = 32;
+  return s;
+}
+
 /// One operand recipe: how A and B are quantized. B's scheme is given for the (N, K) layout;
 /// for (K, N) it is transposed (block R x C -> C x R, mx axis 1 -> 0, channel -> block K x 1).
 struct recipe {
@@ -61,6 +67,8 @@ std::vector<recipe> recipes() {
       {"E4M3 x E5M2 per-tensor", scheme(F::float8_e4m3fn, G::tensor), scheme(F::float8_e5m2, G::tensor)},
       {"E4M3 DeepSeek 1x128 x 128x128", block_scheme(F::float8_e4m3fn, 1, 128), block_scheme(F::float8_e4m3fn, 128, 128)},
       {"MXFP8 x MXFP8", scheme(F::float8_e4m3fn, G::mx), scheme(F::float8_e4m3fn, G::mx)},
+      {"MXFP8 32x32 x MXFP8 32x32", square32(F::float8_e4m3fn), square32(F::float8_e4m3fn)},
+      {"MXFP8 1x32 x MXFP8 32x32", scheme(F::float8_e4m3fn, G::mx), square32(F::float8_e5m2)},
       {"MXFP8 E5M2 x MXFP6 E3M2", scheme(F::float8_e5m2, G::mx), scheme(F::float6_e3m2fn, G::mx)},
       {"MXFP8 x MXFP4 (W4A8)", scheme(F::float8_e4m3fn, G::mx), scheme(F::float4_e2m1fn, G::mx)},
       {"MXFP4 x MXFP4 (W4A4)", scheme(F::float4_e2m1fn, G::mx), scheme(F::float4_e2m1fn, G::mx)},
@@ -327,7 +335,9 @@ TEST_CASE("gemm grouped (MoE) equals per-group GEMMs", "[gemm]") {
     std::size_t bad = 0;
     for (std::size_t i = 0; i < fast.size(); ++i) bad += same_bits(fast[i], ref[i]) ? 0U : 1U;
     CHECK(bad == 0);
-    // Group g's rows equal an ordinary GEMM of those rows of A (codes and scales sliced).
+    // Group g's rows equal an ordinary GEMM of those rows of A (codes and scales sliced; a
+    // 32x32-tiled A has no per-row scales to slice, the grouped GEMM above covers it).
+    if (r.a.gran == granularity::mx && r.a.tile() == mx_tile::square32) continue;
     std::size_t r0 = 0;
     const auto av = qa.view();
     const std::size_t rb = detail::code_row_bytes(av.scheme.format, k), gc = av.scale_grid_cols();
@@ -454,4 +464,63 @@ TEST_CASE("gemm larger shapes: fast == fp32_blocks reference", "[.slow]") {
     INFO(r.name);
     CHECK(bad == 0);
   }
+}
+
+TEST_CASE("gemm reads a 32x32-tiled MX tensor in both orientations from the same codes", "[gemm]") {
+  // X (R, C) is quantized once with 32x32 tiles. As B stored (K, N) = (R, C) it must give what its
+  // byte transpose (codes and scale grid), read as B stored (N, K), gives; the transpose is also a
+  // valid 32x32-tiled tensor (the tiles are the same tiles), and both equal the plain-value product
+  // of dequantize(X) within the fp32_blocks bound. Shapes include partial tiles on both axes.
+  struct shape {
+    std::size_t m, r, c;
+  };
+  for (const scale_rule rule : {scale_rule::floor, scale_rule::rceil, scale_rule::ceil, scale_rule::even})
+    for (const shape sh : {shape{5, 64, 96}, shape{9, 45, 70}, shape{1, 32, 33}})
+      for (const format_id f : {format_id::float8_e4m3fn, format_id::float8_e5m2}) {
+        INFO(to_string(rule) << " " << to_string(f) << " X " << sh.r << "x" << sh.c);
+        quant_scheme s = square32(f);
+        s.rule = rule;
+        const auto x = quantize(random_values(sh.r * sh.c, 7, 4.0f), sh.r, sh.c, s);
+        REQUIRE(x.mx_scales().size() == ((sh.r + 31) / 32) * ((sh.c + 31) / 32));
+        // the transpose: (C, R) codes, (ceil(C/32), ceil(R/32)) grid
+        const std::size_t gr = (sh.r + 31) / 32, gc = (sh.c + 31) / 32;
+        std::vector<std::uint8_t> tc(x.codes().size()), tg(x.mx_scales().size());
+        for (std::size_t i = 0; i < sh.r; ++i)
+          for (std::size_t j = 0; j < sh.c; ++j) tc[j * sh.r + i] = x.codes()[i * sh.c + j];
+        for (std::size_t i = 0; i < gr; ++i)
+          for (std::size_t j = 0; j < gc; ++j) tg[j * gr + i] = x.mx_scales()[i * gc + j];
+        const auto xt = quantized_tensor::from_parts(s, sh.c, sh.r, std::move(tc), {}, std::move(tg));
+        const auto xv = dequantize(x), xtv = dequantize(xt);
+        for (std::size_t i = 0; i < sh.r; ++i)
+          for (std::size_t j = 0; j < sh.c; ++j) REQUIRE(same_bits(xv[i * sh.c + j], xtv[j * sh.r + i]));
+        // B kn = X (K = R, N = C) and B nk = X^T: one product, the same bits
+        quant_scheme sa = scheme(format_id::float8_e4m3fn, granularity::mx);
+        const auto a = quantize(random_values(sh.m * sh.r, 8), sh.m, sh.r, sa);
+        std::vector<float> kn(sh.m * sh.c), nk(sh.m * sh.c), ref(sh.m * sh.c);
+        gemm(a.view(), x.view(), gemm_layout::kn, {}, std::span<float>(kn));
+        gemm(a.view(), xt.view(), gemm_layout::nk, {}, std::span<float>(nk));
+        gemm_reference(a.view(), x.view(), gemm_layout::kn, {}, std::span<float>(ref), gemm_accumulation::fp32_blocks);
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < kn.size(); ++i) bad += same_bits(kn[i], nk[i]) && same_bits(kn[i], ref[i]) ? 0U : 1U;
+        CHECK(bad == 0);
+        // X as A (M = R, K = C) and X^T as A (M = C, K = R), each against the reference
+        const auto b1 = quantize(random_values(3 * sh.c, 9), 3, sh.c, square32(format_id::float8_e4m3fn));
+        const auto b2 = quantize(random_values(3 * sh.r, 10), 3, sh.r, square32(format_id::float8_e4m3fn));
+        for (const auto& [aa, bb] : {std::pair{&x, &b1}, std::pair{&xt, &b2}}) {
+          std::vector<float> fast(aa->rows() * 3), slow(aa->rows() * 3);
+          gemm_config cfg;
+          cfg.threads = 2;
+          gemm(aa->view(), bb->view(), gemm_layout::nk, {}, std::span<float>(fast), cfg);
+          gemm_reference(aa->view(), bb->view(), gemm_layout::nk, {}, std::span<float>(slow), gemm_accumulation::fp32_blocks);
+          const auto p = detail::gemm::make_problem(aa->view(), bb->view(), gemm_layout::nk, {}, fast.size());
+          const auto exact = gemm_reference_exact_double(aa->view(), bb->view(), gemm_layout::nk);
+          std::size_t diff = 0, over = 0;
+          for (std::size_t i = 0; i < fast.size(); ++i) {
+            diff += same_bits(fast[i], slow[i]) ? 0U : 1U;
+            over += std::fabs(static_cast<double>(fast[i]) - exact[i]) <= error_bound(p, i / 3, i % 3, 0.0f) + std::fabs(exact[i]) * 0x1p-52 ? 0U : 1U;
+          }
+          CHECK(diff == 0);
+          CHECK(over == 0);
+        }
+      }
 }
