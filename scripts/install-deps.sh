@@ -5,6 +5,8 @@
 #   scripts/install-deps.sh --fuzz    also clang + libFuzzer runtime (for the "fuzz" preset)
 #   scripts/install-deps.sh --neon    also the AArch64 cross compiler and qemu-user (the NEON
 #                                     path's equivalence tests, tests/simd_equivalence/neon_qemu.sh)
+#   scripts/install-deps.sh --kjv     also bible-kjv, the King James Bible text of the full
+#                                     examples/lm_training run (CI uses the slice in data/kjv/)
 set -euo pipefail
 
 packages=(cmake g++ make catch2 libfmt-dev libbenchmark-dev libopenblas-dev python3-numpy
@@ -13,7 +15,8 @@ for arg in "$@"; do
   case "$arg" in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --neon) packages+=(g++-aarch64-linux-gnu qemu-user) ;;
-    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
+    --kjv) packages+=(bible-kjv) ;;
+    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
