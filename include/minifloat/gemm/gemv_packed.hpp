@@ -94,6 +94,30 @@ constexpr float packed_p_unit(packed_decoder d) noexcept {
   return d == packed_decoder::shift_e4m3 ? 0x1p56f : d == packed_decoder::shift_e5m2 ? 0x1p48f : 1.0f;
 }
 
+/// float4_e2m1fn: the high ([0, 16)) and low ([16, 32)) byte of each code's bfloat16.
+inline constexpr std::array<std::uint8_t, 32> fp4_bf16_bytes = [] {
+  std::array<std::uint8_t, 32> t{};
+  const auto& values = decode_table_256<float4_e2m1fn::spec>;
+  for (unsigned c = 0; c < 16; ++c) {
+    const std::uint32_t b = std::bit_cast<std::uint32_t>(values[c]);
+    t[c] = static_cast<std::uint8_t>(b >> 24), t[16 + c] = static_cast<std::uint8_t>(b >> 16);
+  }
+  return t;
+}();
+
+/// hifloat8 by magnitude rank: the high ([0, 128)) and low ([128, 256)) byte of each rank's
+/// bfloat16 (rank 0, zero, is 0).
+inline constexpr std::array<std::uint8_t, 256> hif8_rank_bf16_bytes = [] {
+  std::array<std::uint8_t, 256> t{};
+  const auto& r = hif8_rank_data;
+  const auto& values = decode_table_256<hifloat8_spec>;
+  for (unsigned k = 0; k < 128; ++k) {
+    const std::uint32_t b = k == 0 ? 0U : std::bit_cast<std::uint32_t>(values[r.code_of[k]]);
+    t[k] = static_cast<std::uint8_t>(b >> 24), t[128 + k] = static_cast<std::uint8_t>(b >> 16);
+  }
+  return t;
+}();
+
 #if MINIFLOAT_SIMD_X86
 
 /// Decoder constants kept in registers (or L1) for a whole run.
@@ -111,11 +135,7 @@ MINIFLOAT_TARGET_AVX2 inline void load_packed_tables(const packed_weights& w, pa
     load_lut(l, t.lut);
     t.sign7 = l.sign7;
   } else if (w.decoder() == packed_decoder::bf16_nibble) {
-    const auto& table = decode_table_of(w.format());
-    for (unsigned c = 0; c < 16; ++c) {
-      const std::uint32_t b = std::bit_cast<std::uint32_t>(table[c]);
-      hi[c] = static_cast<std::uint8_t>(b >> 24), lo[c] = static_cast<std::uint8_t>(b >> 16);
-    }
+    for (unsigned c = 0; c < 16; ++c) hi[c] = fp4_bf16_bytes[c], lo[c] = fp4_bf16_bytes[16 + c];
   } else if (w.decoder() == packed_decoder::rank_hif8) {
     const hif8_ranks& r = hif8_rank_table();
     for (unsigned g = 0; g < 16; ++g)
@@ -322,16 +342,7 @@ MINIFLOAT_TARGET_AVX512 inline void packed_panel_hif8_avx512(const packed_job& j
     packed_panel_avx2<packed_decoder::rank_hif8>(j, q, tables, buf);
     return;
   }
-  static const std::array<std::uint8_t, 256> tab = [] {  // [0, 128): high bytes, [128, 256): low bytes
-    std::array<std::uint8_t, 256> t{};
-    const auto& r = hif8_rank_table();
-    const auto& values = decode_table_of(format_id::hifloat8);
-    for (unsigned k = 0; k < 128; ++k) {
-      const std::uint32_t b = k == 0 ? 0U : std::bit_cast<std::uint32_t>(values[r.code_of[k]]);
-      t[k] = static_cast<std::uint8_t>(b >> 24), t[128 + k] = static_cast<std::uint8_t>(b >> 16);
-    }
-    return t;
-  }();
+  const auto& tab = hif8_rank_bf16_bytes;
   const __m512i th0 = _mm512_loadu_si512(tab.data()), th1 = _mm512_loadu_si512(tab.data() + 64);
   const __m512i tl0 = _mm512_loadu_si512(tab.data() + 128), tl1 = _mm512_loadu_si512(tab.data() + 192);
   const __m512i m80 = _mm512_set1_epi8(static_cast<char>(0x80));

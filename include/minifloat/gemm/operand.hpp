@@ -68,32 +68,33 @@ constexpr std::string_view to_string(gemm_layout l) noexcept { return l == gemm_
 
 namespace detail::gemm {
 
-/// The 256-entry decode table of an element format of at most 8 bits (codes above the width
-/// are masked, as basic_float::from_bits does).
-template <class Elem>
-inline const std::array<float, 256>& decode_table_256() {
-  static const std::array<float, 256> t = [] {
-    std::array<float, 256> r{};
-    for (unsigned c = 0; c < 256; ++c)
-      r[c] = static_cast<float>(Elem::from_bits(static_cast<typename Elem::storage_type>(c)));
-    return r;
-  }();
-  return t;
-}
+/// The 256-entry decode table of an element format of at most 8 bits: the format's own
+/// constexpr table (formats/basic_float.hpp) indexed by the code masked to the format's width,
+/// as basic_float::from_bits masks it (FP4 and FP6 codes repeat every 16 / 64 entries).
+template <class Spec>
+inline constexpr std::array<float, 256> decode_table_256 = [] {
+  std::array<float, 256> r{};
+  const auto& t = minifloat::detail::decode_table<Spec>;
+  for (unsigned c = 0; c < 256; ++c) r[c] = t[c & (t.size() - 1)];
+  return r;
+}();
 
 inline bool is_gemm_element(format_id f) noexcept {
   return f == format_id::hifloat8 || f == format_id::float8_e4m3fn || f == format_id::float8_e5m2 ||
          f == format_id::float6_e3m2fn || f == format_id::float6_e2m3fn || f == format_id::float4_e2m1fn;
 }
 
-inline const std::array<float, 256>& decode_table_of(format_id f) {
+/// The decode table of a GEMM element format (is_gemm_element); nullptr for any other format.
+constexpr const std::array<float, 256>* decode_table_ptr(format_id f) noexcept {
   const std::array<float, 256>* t = nullptr;
   visit_format(f, [&](auto tag) {
     using Elem = typename decltype(tag)::type;
-    if constexpr (sizeof_bits<Elem> <= 8) t = &decode_table_256<Elem>();
+    if constexpr (sizeof_bits<Elem> <= 8) t = &decode_table_256<typename Elem::spec>;
   });
-  return *t;
+  return t;
 }
+
+inline const std::array<float, 256>& decode_table_of(format_id f) { return *decode_table_ptr(f); }
 
 /// One operand normalised to (outer index i, reduction index k): A has i = m, B has i = n.
 /// Element (i, k) and its scale are read the same way whatever the stored layout.

@@ -84,29 +84,30 @@ struct hif8_ranks {
   bool ok = false;                   // the linear form holds for ranks 1..126 (checked)
 };
 
-inline const hif8_ranks& hif8_rank_table() {
-  static const hif8_ranks t = [] {
-    hif8_ranks r;
-    const auto& table = decode_table_of(format_id::hifloat8);
-    std::array<unsigned, 128> order{};
-    for (unsigned c = 0; c < 128; ++c) order[c] = c;
-    std::sort(order.begin(), order.end(), [&](unsigned x, unsigned y) { return table[x] < table[y]; });
-    for (unsigned k = 0; k < 128; ++k) r.code_of[k] = static_cast<std::uint8_t>(order[k]), r.rank_of[order[k]] = static_cast<std::uint8_t>(k);
-    const auto word = [&](unsigned k) { return static_cast<std::uint32_t>(std::bit_cast<std::uint32_t>(table[order[k]]) >> 16); };
-    r.ok = table[order[0]] == 0.0f;
-    for (unsigned g = 0; g < 16; ++g) {
-      const unsigned k0 = g == 0 ? 1 : 8 * g;  // run 0 starts after zero
-      const std::uint32_t step = word(k0 + 1) - word(k0);
-      r.step[g] = static_cast<std::uint16_t>(step);
-      r.base[g] = static_cast<std::uint16_t>(word(k0) - (k0 - 8 * g) * step);
-      for (unsigned k = k0; k < 8 * g + 8 && k < 127; ++k)
-        r.ok = r.ok && (std::bit_cast<std::uint32_t>(table[order[k]]) & 0xFFFFU) == 0 &&
-               word(k) == r.base[g] + (k - 8 * g) * step;
-    }
-    return r;
-  }();
-  return t;
+constexpr hif8_ranks make_hif8_ranks() {
+  hif8_ranks r;
+  const auto& table = decode_table_256<hifloat8_spec>;
+  std::array<unsigned, 128> order{};
+  for (unsigned c = 0; c < 128; ++c) order[c] = c;
+  std::sort(order.begin(), order.end(), [&](unsigned x, unsigned y) { return table[x] < table[y]; });
+  for (unsigned k = 0; k < 128; ++k) r.code_of[k] = static_cast<std::uint8_t>(order[k]), r.rank_of[order[k]] = static_cast<std::uint8_t>(k);
+  const auto word = [&](unsigned k) { return static_cast<std::uint32_t>(std::bit_cast<std::uint32_t>(table[order[k]]) >> 16); };
+  r.ok = table[order[0]] == 0.0f;
+  for (unsigned g = 0; g < 16; ++g) {
+    const unsigned k0 = g == 0 ? 1 : 8 * g;  // run 0 starts after zero
+    const std::uint32_t step = word(k0 + 1) - word(k0);
+    r.step[g] = static_cast<std::uint16_t>(step);
+    r.base[g] = static_cast<std::uint16_t>(word(k0) - (k0 - 8 * g) * step);
+    for (unsigned k = k0; k < 8 * g + 8 && k < 127; ++k)
+      r.ok = r.ok && (std::bit_cast<std::uint32_t>(table[order[k]]) & 0xFFFFU) == 0 &&
+             word(k) == r.base[g] + (k - 8 * g) * step;
+  }
+  return r;
 }
+
+/// The rank table, built at compile time from HiF8's decode table.
+inline constexpr hif8_ranks hif8_rank_data = make_hif8_ranks();
+constexpr const hif8_ranks& hif8_rank_table() noexcept { return hif8_rank_data; }
 
 /// Codes the AVX2 decoders do not handle (NaN, Inf): panels holding one run the scalar twin.
 inline bool packed_special(format_id f, unsigned code) noexcept {
