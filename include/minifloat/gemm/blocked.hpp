@@ -362,12 +362,12 @@ inline void to_bf16_rows(const float* c, std::span<bfloat16> out) {
 /// for every shape, thread count, path and ISA. Same operand rules and errors as the reference.
 inline void gemm(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
                  std::span<const float> bias, std::span<float> out, const gemm_config& cfg = {}) {
-  const auto p = detail::gemm::make_problem(a, b, layout, bias, out.size());
+  const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), out.size());
   detail::gemm::run_fast(p, bias, out.data(), p.n, cfg);
 }
 inline void gemm(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
                  std::span<const float> bias, std::span<bfloat16> out, const gemm_config& cfg = {}) {
-  const auto p = detail::gemm::make_problem(a, b, layout, bias, out.size());
+  const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), out.size());
   std::vector<float> c(p.m * p.n);
   detail::gemm::run_fast(p, bias, c.data(), p.n, cfg);
   detail::gemm::to_bf16_rows(c.data(), out);

@@ -405,20 +405,49 @@ struct mxcsr_no_daz {
 
 /// Checks A against the packed B and the output/bias sizes; returns A's operand and L.
 inline std::pair<operand, std::size_t> packed_problem(const quantized_tensor_view& a, const packed_weights& w,
-                                                      std::span<const float> bias, std::size_t out_size) {
+                                                      std::size_t bias_size, std::size_t out_size) {
   operand oa = make_operand(a, 'A', gemm_layout::nk);
   if (oa.k != w.k())
     throw shape_error("gemm: A is " + shape_str(a.rows, a.cols) + " (M x K) but the packed weights have K = " +
                       std::to_string(w.k()) + " (N = " + std::to_string(w.n()) + "): K must agree (" +
                       std::to_string(oa.k) + " vs " + std::to_string(w.k()) + ")");
-  if (!bias.empty() && bias.size() != w.n())
+  if (bias_size != 0 && bias_size != w.n())
     throw shape_error("gemm: bias needs N = " + std::to_string(w.n()) + " floats (or none), got " +
-                      std::to_string(bias.size()));
-  if (out_size != oa.outer * w.n())
-    throw shape_error("gemm: output needs M x N = " + shape_str(oa.outer, w.n()) + " = " +
-                      std::to_string(oa.outer * w.n()) + " values, got " + std::to_string(out_size));
+                      std::to_string(bias_size));
+  check_out_size(oa.outer, w.n(), out_size, "gemm");
   const std::size_t l = k_block(oa, w.tile_shape());
   return {oa, l};
+}
+
+/// The checks of grouped_gemm over packed experts: A's operand, N, and each group's K-block.
+struct packed_group_set {
+  operand a;
+  std::size_t n = 0;
+  std::vector<std::size_t> blocks;
+};
+
+inline packed_group_set packed_groups(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                                      std::span<const packed_weights> b, std::span<const std::span<const float>> bias,
+                                      std::size_t out_size) {
+  packed_group_set r;
+  r.a = make_operand(a, 'A', gemm_layout::nk);
+  check_groups(a, group_sizes, b.size(), bias.size());
+  r.n = b.empty() ? 0 : b[0].n();
+  check_out_size(a.rows, r.n, out_size, "grouped_gemm");
+  r.blocks.resize(b.size());
+  for (std::size_t g = 0; g < b.size(); ++g) {
+    const std::string who = "grouped_gemm: B[" + std::to_string(g) + "]";
+    if (b[g].k() != r.a.k)
+      throw shape_error(who + " has K = " + std::to_string(b[g].k()) + " but A has K = " + std::to_string(r.a.k));
+    if (b[g].n() != r.n)
+      throw shape_error(who + " has N = " + std::to_string(b[g].n()) + " but B[0] has N = " + std::to_string(r.n) +
+                        "; every expert needs the same N");
+    if (!bias.empty() && !bias[g].empty() && bias[g].size() != r.n)
+      throw shape_error("grouped_gemm: bias[" + std::to_string(g) + "] needs N = " + std::to_string(r.n) +
+                        " floats (or none), got " + std::to_string(bias[g].size()));
+    r.blocks[g] = k_block(r.a, b[g].tile_shape());
+  }
+  return r;
 }
 
 /// The packed GEMV into fp32 C (M x N, row stride N).
@@ -520,12 +549,12 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
 /// rows of A stream B once: for large M use gemm() on the unpacked tensor.
 inline void gemm(const quantized_tensor_view& a, const packed_weights& b, std::span<const float> bias,
                  std::span<float> out, const gemm_config& cfg = {}) {
-  const auto [oa, l] = detail::gemm::packed_problem(a, b, bias, out.size());
+  const auto [oa, l] = detail::gemm::packed_problem(a, b, bias.size(), out.size());
   detail::gemm::run_packed(oa, l, b, bias, out.data(), cfg);
 }
 inline void gemm(const quantized_tensor_view& a, const packed_weights& b, std::span<const float> bias,
                  std::span<bfloat16> out, const gemm_config& cfg = {}) {
-  const auto [oa, l] = detail::gemm::packed_problem(a, b, bias, out.size());
+  const auto [oa, l] = detail::gemm::packed_problem(a, b, bias.size(), out.size());
   std::vector<float> c(oa.outer * b.n());
   detail::gemm::run_packed(oa, l, b, bias, c.data(), cfg);
   detail::gemm::to_bf16_rows(c.data(), out);
@@ -539,30 +568,28 @@ inline void grouped_gemm(const quantized_tensor_view& a, std::span<const std::si
                          std::span<const packed_weights> b, std::span<const std::span<const float>> bias,
                          std::span<float> out, const gemm_config& cfg = {}) {
   using namespace detail::gemm;
-  const operand af = make_operand(a, 'A', gemm_layout::nk);
-  check_groups(a, group_sizes, b.size(), bias.size());
-  const std::size_t n = b.empty() ? 0 : b[0].n();
-  if (out.size() != a.rows * n)
-    throw shape_error("grouped_gemm: output needs " + std::to_string(a.rows) + " x " + std::to_string(n) + " = " +
-                      std::to_string(a.rows * n) + " values, got " + std::to_string(out.size()));
-  std::vector<std::size_t> blocks(b.size());
-  for (std::size_t g = 0; g < b.size(); ++g) {
-    const std::string who = "grouped_gemm: B[" + std::to_string(g) + "]";
-    if (b[g].k() != af.k)
-      throw shape_error(who + " has K = " + std::to_string(b[g].k()) + " but A has K = " + std::to_string(af.k));
-    if (b[g].n() != n)
-      throw shape_error(who + " has N = " + std::to_string(b[g].n()) + " but B[0] has N = " + std::to_string(n) +
-                        "; every expert needs the same N");
-    if (!bias.empty() && !bias[g].empty() && bias[g].size() != n)
-      throw shape_error("grouped_gemm: bias[" + std::to_string(g) + "] needs N = " + std::to_string(n) +
-                        " floats (or none), got " + std::to_string(bias[g].size()));
-    blocks[g] = k_block(af, b[g].tile_shape());
-  }
+  const auto [af, n, blocks] = packed_groups(a, group_sizes, b, bias, out.size());
+  if (a.rows == 0 || n == 0) return;
   for (std::size_t g = 0, r0 = 0; g < b.size(); r0 += group_sizes[g], ++g) {
     operand ag = af;
     ag.outer_offset = r0, ag.outer = group_sizes[g];
     run_packed(ag, blocks[g], b[g], bias.empty() ? std::span<const float>{} : bias[g], out.data() + r0 * n, cfg);
   }
+}
+
+/// Every check gemm(a, packed_weights, ...) makes (as validate_gemm for the unpacked B).
+inline gemm_shape validate_gemm(const quantized_tensor_view& a, const packed_weights& b, std::size_t bias_size,
+                                std::size_t out_size) {
+  const auto [oa, l] = detail::gemm::packed_problem(a, b, bias_size, out_size);
+  return {oa.outer, b.n(), b.k(), l};
+}
+
+/// Every check grouped_gemm(a, group_sizes, packed experts, ...) makes (as validate_grouped_gemm).
+inline gemm_shape validate_grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                                        std::span<const packed_weights> b,
+                                        std::span<const std::span<const float>> bias, std::size_t out_size) {
+  const auto [af, n, blocks] = detail::gemm::packed_groups(a, group_sizes, b, bias, out_size);
+  return {a.rows, n, af.k, blocks.empty() ? 1 : blocks[0]};
 }
 
 }  // namespace minifloat
