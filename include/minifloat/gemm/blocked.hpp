@@ -25,6 +25,8 @@
 // Threads split N (GEMV) or the larger of M and N (blocked); every output is computed by one
 // thread in the same order, so results do not depend on the thread count.
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
@@ -32,6 +34,8 @@
 #include <new>
 #include <span>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../simd/fork_join.hpp"
@@ -426,8 +430,43 @@ inline void run_gemv(const context& ctx, std::size_t m0, std::size_t m1, std::si
   if (ctx.single) epilogue(ctx, m0, m1, n0, n1);
 }
 
-/// The AVX-512 micro-kernel gemm_microkernel::automatic runs (both give the same bits).
-inline gemm_microkernel preferred_microkernel() noexcept { return gemm_microkernel::fp32_fma; }
+/// The AVX-512 micro-kernel gemm_microkernel::automatic runs. Both give the same bits, so this
+/// is about speed only, and the rate of vdpbf16ps against vfmadd231ps differs between cores
+/// (on the Intel core of bench/README.md vdpbf16ps zmm issues every other cycle and fp32 zmm
+/// FMAs twice per cycle, so fp32_fma is twice as fast per k; cores that run vdpbf16ps at the
+/// FMA rate make bf16_dot twice as fast). So it is measured, once per process: both kernels on
+/// an L1-resident 12 x 32 x 64 tile, interleaved, best of 9 (about 0.1 ms); bf16_dot is taken
+/// only when it is more than 15 % faster.
+inline gemm_microkernel preferred_microkernel() noexcept {
+#if MINIFLOAT_SIMD_X86
+  static const gemm_microkernel choice = [] {
+    if (!simd::isa_available(simd::isa::avx512)) return gemm_microkernel::fp32_fma;
+    constexpr std::size_t kc = 64, calls = 40;
+    alignas(64) static float af[kc * mr512], bfv[kc * nr512], c[mr512 * nr512];
+    alignas(64) static std::uint32_t aw[kc / 2 * mr512], bw[kc / 2 * nr512];
+    std::fill(std::begin(af), std::end(af), 1.0f);
+    std::fill(std::begin(bfv), std::end(bfv), 0.5f);
+    std::fill(std::begin(aw), std::end(aw), bf16_pair(1.0f, 1.0f));
+    std::fill(std::begin(bw), std::end(bw), bf16_pair(0.5f, 0.5f));
+    using clock = std::chrono::steady_clock;
+    auto best_fma = clock::duration::max(), best_dot = clock::duration::max();
+    for (int trial = 0; trial < 9; ++trial) {
+      auto t0 = clock::now();
+      for (std::size_t i = 0; i < calls; ++i)
+        kernel_avx512_fp32<static_cast<int>(mr512)>(kc, af, bfv, c, nr512, false, 0, nullptr, nullptr);
+      auto t1 = clock::now();
+      for (std::size_t i = 0; i < calls; ++i)
+        kernel_avx512_bf16<static_cast<int>(mr512)>(kc / 2, aw, bw, c, nr512, false, 0, nullptr, nullptr);
+      auto t2 = clock::now();
+      best_fma = std::min(best_fma, t1 - t0), best_dot = std::min(best_dot, t2 - t1);
+    }
+    return best_dot * 20 < best_fma * 17 ? gemm_microkernel::bf16_dot : gemm_microkernel::fp32_fma;
+  }();
+  return choice;
+#else
+  return gemm_microkernel::fp32_fma;
+#endif
+}
 
 /// The blocked family a call runs: the widest `level` allows, the AVX-512 one chosen by `want`.
 /// bf16 pairs need even K-blocks (l == 0: one block, any K).

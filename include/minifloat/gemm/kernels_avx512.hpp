@@ -56,6 +56,16 @@ inline float dpbf16_lane_model(float acc, std::uint32_t a, std::uint32_t b) noex
 
 #if MINIFLOAT_SIMD_X86
 
+// The tile's accumulators live in registers only if the row loops are unrolled, which GCC does
+// by itself at -O3 but not at -O2: ask for it.
+#if defined(__clang__)
+#define MF_GEMM_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define MF_GEMM_UNROLL _Pragma("GCC unroll 16")
+#else
+#define MF_GEMM_UNROLL
+#endif
+
 // GCC 12's AVX-512 headers build constants from a deliberately uninitialised variable.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
@@ -73,6 +83,7 @@ MINIFLOAT_TARGET_AVX512 void kernel_avx512_fp32(std::size_t kc, const float* a, 
   const std::size_t step = l == 0 ? kc : l;
   for (std::size_t k0 = 0, blk = 0; k0 < kc; k0 += step, ++blk) {
     const std::size_t k1 = k0 + step < kc ? k0 + step : kc;
+    MF_GEMM_UNROLL
     for (int r = 0; r < R; ++r) {
       const bool load = l == 0 && load_c;
       x0[r] = load ? _mm512_loadu_ps(c + static_cast<std::size_t>(r) * ldc) : _mm512_setzero_ps();
@@ -81,20 +92,23 @@ MINIFLOAT_TARGET_AVX512 void kernel_avx512_fp32(std::size_t kc, const float* a, 
     for (std::size_t k = k0; k < k1; ++k) {
       const __m512 b0 = _mm512_loadu_ps(b + k * nr512), b1 = _mm512_loadu_ps(b + k * nr512 + 16);
       const float* ak = a + k * mr512;
-      for (int r = 0; r < R; ++r) {
+      MF_GEMM_UNROLL
+    for (int r = 0; r < R; ++r) {
         const __m512 av = _mm512_set1_ps(ak[r]);
         x0[r] = _mm512_fmadd_ps(av, b0, x0[r]);
         x1[r] = _mm512_fmadd_ps(av, b1, x1[r]);
       }
     }
     if (l == 0) {
-      for (int r = 0; r < R; ++r) {
+      MF_GEMM_UNROLL
+    for (int r = 0; r < R; ++r) {
         _mm512_storeu_ps(c + static_cast<std::size_t>(r) * ldc, x0[r]);
         _mm512_storeu_ps(c + static_cast<std::size_t>(r) * ldc + 16, x1[r]);
       }
       return;
     }
     const __m512 s0 = _mm512_loadu_ps(sb + blk * nr512), s1 = _mm512_loadu_ps(sb + blk * nr512 + 16);
+    MF_GEMM_UNROLL
     for (int r = 0; r < R; ++r) {
       float* cr = c + static_cast<std::size_t>(r) * ldc;
       const __m512 ar = _mm512_set1_ps(sa[blk * mr512 + static_cast<std::size_t>(r)]);
@@ -114,6 +128,7 @@ MINIFLOAT_TARGET_AVX512 void kernel_avx512_bf16(std::size_t kp, const std::uint3
   const std::size_t step = lp == 0 ? kp : lp;
   for (std::size_t k0 = 0, blk = 0; k0 < kp; k0 += step, ++blk) {
     const std::size_t k1 = k0 + step < kp ? k0 + step : kp;
+    MF_GEMM_UNROLL
     for (int r = 0; r < R; ++r) {
       const bool load = lp == 0 && load_c;
       x0[r] = load ? _mm512_loadu_ps(c + static_cast<std::size_t>(r) * ldc) : _mm512_setzero_ps();
@@ -123,20 +138,23 @@ MINIFLOAT_TARGET_AVX512 void kernel_avx512_bf16(std::size_t kp, const std::uint3
       const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + k * nr512));
       const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + k * nr512 + 16));
       const std::uint32_t* ak = a + k * mr512;
-      for (int r = 0; r < R; ++r) {
+      MF_GEMM_UNROLL
+    for (int r = 0; r < R; ++r) {
         const __m512bh av = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(ak[r])));
         x0[r] = _mm512_dpbf16_ps(x0[r], av, b0);
         x1[r] = _mm512_dpbf16_ps(x1[r], av, b1);
       }
     }
     if (lp == 0) {
-      for (int r = 0; r < R; ++r) {
+      MF_GEMM_UNROLL
+    for (int r = 0; r < R; ++r) {
         _mm512_storeu_ps(c + static_cast<std::size_t>(r) * ldc, x0[r]);
         _mm512_storeu_ps(c + static_cast<std::size_t>(r) * ldc + 16, x1[r]);
       }
       return;
     }
     const __m512 s0 = _mm512_loadu_ps(sb + blk * nr512), s1 = _mm512_loadu_ps(sb + blk * nr512 + 16);
+    MF_GEMM_UNROLL
     for (int r = 0; r < R; ++r) {
       float* cr = c + static_cast<std::size_t>(r) * ldc;
       const __m512 ar = _mm512_set1_ps(sa[blk * mr512 + static_cast<std::size_t>(r)]);
@@ -290,6 +308,7 @@ MINIFLOAT_TARGET_AVX512 void pack_kn_avx512(const operand& b, decode_fn decode, 
   }
 }
 
+#undef MF_GEMM_UNROLL
 #endif  // MINIFLOAT_SIMD_X86
 
 }  // namespace minifloat::detail::gemm
