@@ -3,16 +3,19 @@
 // the quantized codes, plus a GEMV path for small M that streams the weights. Both compute the
 // fp32_blocks order of reference.hpp bit for bit (same fma sequence per output).
 //
-// Loop nest of the blocked path (one thread's share of N, or of M):
+// Loop nest of the blocked path (one thread's share of N, or of M), for a micro-kernel family
+// of MR x NR tiles (6 x 16 fp32: scalar twins and AVX2; 12 x 32 on AVX-512: fp32 FMA, or
+// bfloat16 pairs on vdpbf16ps, kernels_avx512.hpp; gemm_config::isa and ::microkernel choose):
 //   for jc in N step nc                     B panel kc x nc   (L3)
 //     for pc in K step kc                   kc: a multiple of the K-block L (or 256 if one block)
-//       pack B(pc.., jc..) -> micro-panels of 16 columns, decoded, [k][16]
+//       pack B(pc.., jc..) -> micro-panels of NR columns, decoded, [k][NR] (bf16: [k/2][NR] pairs)
 //       for ic in M step mc                 A block mc x kc   (L2)
-//         pack A(ic.., pc..) -> micro-panels of 6 rows, decoded, [k][6]
-//         for jr, ir: micro-kernel 6 x 16   B micro-panel kc x 16 (L1)
+//         pack A(ic.., pc..) -> micro-panels of MR rows, decoded, [k][MR]
+//         for jr, ir: micro-kernel MR x NR  B micro-panel kc x NR (L1)
 //   single-block mode (L >= K): C holds the raw sum across the kc chunks, then one epilogue pass
 //   C = fma(C, sA * sB, bias). K-block mode: C starts at bias, each block adds fma(p, sA*sB, C).
-// Scales ride along with the packed panels ([block][6] for A, [block][16] for B).
+// Scales ride along with the packed panels ([block][MR] for A, [block][NR] for B).
+// docs/gemm.md proves each family equal to the fp32_blocks order.
 //
 // GEMV path (M <= gemv_max_m, default 8): B's codes are read exactly once, streamed.
 //   B stored (N, K), AVX2 (K-block L a multiple of 32, or one block): gemv_nk_avx2 -- 32 rows of

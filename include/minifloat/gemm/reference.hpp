@@ -26,7 +26,7 @@
 //   The products a*b never round: element values have <= 4 significant bits and lie in
 //   [2^-22, 2^16), so every product is a normal fp32 of <= 8 bits.
 //   The fast path (blocked.hpp) computes exactly this, bit for bit, for every shape, format,
-//   thread count and path (blocked GEMM and GEMV).
+//   thread count, ISA, micro-kernel and path (blocked GEMM and GEMV): docs/gemm.md says why.
 //
 // Error bound of fp32_blocks (and so of the fast path) against exact, with u = 2^-24,
 // gamma(n) = n u / (1 - n u), L the K-block length and J = ceil(K / L) the number of blocks:
