@@ -34,16 +34,21 @@ def main(paths):
     def get(name):
         return med.get(name)
 
-    print("| GEMM recipe | size | 1 thread ours / sgemm ms | ratio | 2 threads ours / sgemm ms | ratio | our 2-thread speed-up |")
-    print("|---|---|---|---|---|---|---|")
-    recipes = sorted({n.split("/")[1] for n in names if n.startswith("gemm/")})
+    print("| GEMM recipe | size | path | 1 thread ours / sgemm ms | ratio | 2 threads ours / sgemm ms | ratio | our 2-thread speed-up |")
+    print("|---|---|---|---|---|---|---|---|")
+    # gemm/ is the default path; gemm_avx2/, gemm_avx512_fp32/, gemm_bf16/ the same call pinned
+    # to one kernel (bench/gemm.cpp).
+    families = sorted({n.split("/")[0] for n in names if n.startswith("gemm")},
+                      key=lambda f: (f != "gemm", f))
+    recipes = sorted({n.split("/")[1] for n in names if n.startswith("gemm")})
     for rcp in recipes:
         for size in (512, 1024, 2048):
-            o1, o2 = get(f"gemm/{rcp}/size:{size}/threads:1"), get(f"gemm/{rcp}/size:{size}/threads:2")
-            s1, s2 = get(f"sgemm/size:{size}/threads:1"), get(f"sgemm/size:{size}/threads:2")
-            if None in (o1, o2, s1, s2):
-                continue
-            print(f"| {rcp} | {size} | {o1:.2f} / {s1:.2f} | **{s1 / o1:.2f}** | {o2:.2f} / {s2:.2f} | **{s2 / o2:.2f}** | {o1 / o2:.2f}x |")
+            for fam in families:
+                o1, o2 = get(f"{fam}/{rcp}/size:{size}/threads:1"), get(f"{fam}/{rcp}/size:{size}/threads:2")
+                s1, s2 = get(f"sgemm/size:{size}/threads:1"), get(f"sgemm/size:{size}/threads:2")
+                if None in (o1, o2, s1, s2):
+                    continue
+                print(f"| {rcp} | {size} | {fam} | {o1:.2f} / {s1:.2f} | **{s1 / o1:.2f}** | {o2:.2f} / {s2:.2f} | **{s2 / o2:.2f}** | {o1 / o2:.2f}x |")
     print()
     print("| GEMV 1 x 4096 x N | N | path | 1 thread ours / sgemv ms | ratio | 2 threads ours / sgemv ms | ratio |")
     print("|---|---|---|---|---|---|---|")

@@ -125,6 +125,7 @@ struct context {
   const problem* p = nullptr;
   isa_kernels isa;
   blocked_family family = blocked_family::scalar;
+  decode_words_fn words_a = nullptr, words_b = nullptr;  // AVX-512 bf16 packing (nullptr: decode + pair)
   std::size_t kc = 256, mc = 144, nc = 3072, gemv_kc = 1024;
   bool single = true;       // one K-block (L >= K)
   std::size_t l = 0;        // K-block length passed to the kernel (0 in single mode)
@@ -278,11 +279,12 @@ struct family_12x32 {
 
   static void pack_a(const context& ctx, std::size_t i0, std::size_t rows, std::size_t k0, std::size_t kc, T* dst,
                      float* sc, float* tmp, std::uint32_t* wtmp) {
-    pack_k_major_avx512<mr, T>(ctx.p->a, ctx.isa.decode_a, i0, rows, k0, kc, ctx.l, dst, sc, tmp, wtmp);
+    pack_k_major_avx512<mr, T>(ctx.p->a, ctx.isa.decode_a, ctx.words_a, i0, rows, k0, kc, ctx.l, dst, sc, tmp, wtmp);
   }
   static void pack_b(const context& ctx, std::size_t n0, std::size_t cols, std::size_t k0, std::size_t kc, T* dst,
                      float* sc, float* tmp, std::uint32_t* wtmp) {
-    if (ctx.p->b.k_major) pack_k_major_avx512<nr, T>(ctx.p->b, ctx.isa.decode_b, n0, cols, k0, kc, ctx.l, dst, sc, tmp, wtmp);
+    if (ctx.p->b.k_major)
+      pack_k_major_avx512<nr, T>(ctx.p->b, ctx.isa.decode_b, ctx.words_b, n0, cols, k0, kc, ctx.l, dst, sc, tmp, wtmp);
     else pack_kn_avx512<T>(ctx.p->b, ctx.isa.decode_b, n0, cols, k0, kc, ctx.l, dst, sc, tmp);
   }
   static void tile(const context& ctx, std::size_t rows, std::size_t cols, std::size_t kc, const T* a, const T* b,
@@ -537,6 +539,13 @@ inline void run_fast(const problem& p, std::span<const float> bias, float* c, st
   const bool gemv = cfg.path == gemm_path::gemv || (cfg.path == gemm_path::automatic && p.m <= cfg.gemv_max_m);
   ctx.family = gemv ? (ctx.isa.avx2 ? blocked_family::avx2 : blocked_family::scalar)
                     : blocked_family_for(level, cfg.microkernel, ctx.l);
+#if MINIFLOAT_SIMD_X86
+  if (ctx.family == blocked_family::avx512_fp32 || ctx.family == blocked_family::avx512_bf16) {
+    // The VBMI decoders (8- and 6-bit formats); FP4 keeps the AVX2 one.
+    if (vbmi_lut_of(p.a.format) != nullptr) ctx.isa.decode_a = &decode_run_vbmi, ctx.words_a = &decode_words_vbmi;
+    if (vbmi_lut_of(p.b.format) != nullptr) ctx.isa.decode_b = &decode_run_vbmi, ctx.words_b = &decode_words_vbmi;
+  }
+#endif
   const blocking bl = blocking_of(ctx.family, cfg);
   ctx.kc = ctx.single ? bl.kc : p.l * std::max<std::size_t>(1, bl.kc / p.l);
   if (ctx.family == blocked_family::avx512_bf16 && ctx.single) ctx.kc = std::max<std::size_t>(2, ctx.kc & ~std::size_t{1});

@@ -22,6 +22,7 @@
 // s = sA * sB (vmulps), C = fma(p, s, C). Packing decodes with the AVX2 decoders (kernels.hpp)
 // into 8-row strips, then 8 x 8 transposes of 32-bit values store them into panels (masked
 // stores for the 4-row remainder of 12-row panels).
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstddef>
@@ -53,6 +54,62 @@ inline float dpbf16_lane_model(float acc, std::uint32_t a, std::uint32_t b) noex
   acc = daz(std::fma(daz(hi(a)), daz(hi(b)), daz(acc)));
   return daz(std::fma(daz(lo(a)), daz(lo(b)), acc));
 }
+
+/// The byte tables of the AVX-512 VBMI decoder (8-bit and 6-bit formats): for the low 7 bits of
+/// a code, the high and low byte of the bfloat16 of its value. Bit 7 is a sign (sign7: HiF8,
+/// E4M3, E5M2; HiF8's 0x80 is its NaN, nan80) or ignored (6-bit codes, as from_bits masks them).
+/// ok: every value is exact in bfloat16 and bit 7 behaves so (always, for these formats).
+struct vbmi_lut {
+  std::uint8_t hi[128] = {}, lo[128] = {};
+  bool sign7 = false, nan80 = false, ok = false;
+};
+
+constexpr vbmi_lut make_vbmi_lut(const std::array<float, 256>& t) {
+  vbmi_lut l;
+  const auto is_nan = [](float x) { return x != x; };
+  l.ok = true;
+  for (unsigned c = 0; c < 128; ++c) {
+    const std::uint32_t b = std::bit_cast<std::uint32_t>(t[c]);
+    if ((b & 0xFFFFU) != 0 && !is_nan(t[c])) l.ok = false;
+    const std::uint32_t h = is_nan(t[c]) ? 0x7FC0U : b >> 16;
+    l.hi[c] = static_cast<std::uint8_t>(h >> 8), l.lo[c] = static_cast<std::uint8_t>(h);
+  }
+  bool same = true, sign = true;
+  for (unsigned c = 0; c < 128; ++c) {
+    const float x = t[c], y = t[c | 0x80U];
+    const std::uint32_t bx = std::bit_cast<std::uint32_t>(x), by = std::bit_cast<std::uint32_t>(y);
+    same = same && (bx == by || (is_nan(x) && is_nan(y)));
+    if (c != 0) sign = sign && (by == (bx ^ 0x80000000U) || (is_nan(x) && is_nan(y)));
+  }
+  const bool zero_sign = std::bit_cast<std::uint32_t>(t[0x80]) == 0x80000000U;
+  l.sign7 = !same;
+  l.nan80 = l.sign7 && is_nan(t[0x80]);
+  if (!same && !(sign && (zero_sign || l.nan80))) l.ok = false;
+  return l;
+}
+
+inline constexpr vbmi_lut vbmi_hifloat8 = make_vbmi_lut(decode_table_256<hifloat8_spec>);
+inline constexpr vbmi_lut vbmi_e4m3 = make_vbmi_lut(decode_table_256<float8_e4m3fn::spec>);
+inline constexpr vbmi_lut vbmi_e5m2 = make_vbmi_lut(decode_table_256<float8_e5m2::spec>);
+inline constexpr vbmi_lut vbmi_e3m2 = make_vbmi_lut(decode_table_256<float6_e3m2fn::spec>);
+inline constexpr vbmi_lut vbmi_e2m3 = make_vbmi_lut(decode_table_256<float6_e2m3fn::spec>);
+
+/// The VBMI tables of a format, or nullptr (FP4: two codes a byte; any table that is not ok).
+constexpr const vbmi_lut* vbmi_lut_of(format_id f) noexcept {
+  const vbmi_lut* l = nullptr;
+  switch (f) {
+    case format_id::hifloat8: l = &vbmi_hifloat8; break;
+    case format_id::float8_e4m3fn: l = &vbmi_e4m3; break;
+    case format_id::float8_e5m2: l = &vbmi_e5m2; break;
+    case format_id::float6_e3m2fn: l = &vbmi_e3m2; break;
+    case format_id::float6_e2m3fn: l = &vbmi_e2m3; break;
+    default: break;
+  }
+  return l != nullptr && l->ok ? l : nullptr;
+}
+
+/// n consecutive codes of one stored row -> (n + 1) / 2 bfloat16 pair words (bf16_pair).
+using decode_words_fn = void (*)(const operand&, std::size_t row, std::size_t col, std::size_t n, std::uint32_t* out);
 
 #if MINIFLOAT_SIMD_X86
 
@@ -211,6 +268,75 @@ MINIFLOAT_TARGET_AVX512 inline void pair_words(const float* x, std::size_t kc, s
   for (; 2 * j < kc; ++j) w[j] = bf16_pair(x[2 * j], 2 * j + 1 < kc ? x[2 * j + 1] : 0.0f);
 }
 
+/// 64 codes -> their 64 bfloat16 values in order, as 2 x 32 16-bit elements (two vpermi2b
+/// lookups, the sign and HiF8's NaN, two vpermt2b interleaves). Codes past `valid` read as 0.
+MINIFLOAT_TARGET_AVX512 inline void vbmi_decode64(const vbmi_lut& l, const std::uint8_t* p, std::size_t valid,
+                                                  __m512i& w0, __m512i& w1) noexcept {
+  alignas(64) static constexpr std::uint8_t order[2][64] = {
+      {0,  64, 1,  65, 2,  66, 3,  67, 4,  68, 5,  69, 6,  70, 7,  71, 8,  72, 9,  73, 10, 74,
+       11, 75, 12, 76, 13, 77, 14, 78, 15, 79, 16, 80, 17, 81, 18, 82, 19, 83, 20, 84, 21, 85,
+       22, 86, 23, 87, 24, 88, 25, 89, 26, 90, 27, 91, 28, 92, 29, 93, 30, 94, 31, 95},
+      {32, 96,  33, 97,  34, 98,  35, 99,  36, 100, 37, 101, 38, 102, 39, 103, 40, 104, 41, 105, 42, 106,
+       43, 107, 44, 108, 45, 109, 46, 110, 47, 111, 48, 112, 49, 113, 50, 114, 51, 115, 52, 116, 53, 117,
+       54, 118, 55, 119, 56, 120, 57, 121, 58, 122, 59, 123, 60, 124, 61, 125, 62, 126, 63, 127}};
+  const __mmask64 m = valid >= 64 ? ~__mmask64{0} : (__mmask64{1} << valid) - 1U;
+  const __m512i x = _mm512_maskz_loadu_epi8(m, p);
+  __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(l.hi), x, _mm512_loadu_si512(l.hi + 64));
+  __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(l.lo), x, _mm512_loadu_si512(l.lo + 64));
+  if (l.sign7) hi = _mm512_ternarylogic_epi32(hi, x, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);  // a | (b & c)
+  if (l.nan80) {
+    const __mmask64 nan = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(static_cast<char>(0x80)));
+    hi = _mm512_mask_mov_epi8(hi, nan, _mm512_set1_epi8(0x7F));
+    lo = _mm512_mask_mov_epi8(lo, nan, _mm512_set1_epi8(static_cast<char>(0xC0)));
+  }
+  w0 = _mm512_permutex2var_epi8(lo, _mm512_load_si512(order[0]), hi);
+  w1 = _mm512_permutex2var_epi8(lo, _mm512_load_si512(order[1]), hi);
+}
+
+/// decode_fn of the 8- and 6-bit formats on AVX-512 VBMI (vbmi_lut_of(o.format) != nullptr).
+MINIFLOAT_TARGET_AVX512 inline void decode_run_vbmi(const operand& o, std::size_t row, std::size_t col, std::size_t n,
+                                                    float* out) noexcept {
+  const vbmi_lut& l = *vbmi_lut_of(o.format);
+  const std::uint8_t* p = o.codes + row * o.row_bytes + col;
+  for (std::size_t i = 0; i < n; i += 64, p += 64, out += 64) {
+    const std::size_t valid = n - i < 64 ? n - i : 64;
+    __m512i w[2];
+    vbmi_decode64(l, p, valid, w[0], w[1]);
+    for (std::size_t q = 0; q < 4; ++q) {
+      const __m256i h = q % 2 == 0 ? _mm512_castsi512_si256(w[q / 2]) : _mm512_extracti64x4_epi64(w[q / 2], 1);
+      const std::size_t left = valid > 16 * q ? valid - 16 * q : 0;
+      const auto mask = static_cast<__mmask16>(left >= 16 ? 0xFFFFU : (1U << left) - 1U);
+      _mm512_mask_storeu_ps(out + 16 * q, mask, _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16)));
+    }
+  }
+}
+
+/// decode_words_fn of the same formats: the values in order, each 32-bit lane's halves swapped.
+MINIFLOAT_TARGET_AVX512 inline void decode_words_vbmi(const operand& o, std::size_t row, std::size_t col,
+                                                      std::size_t n, std::uint32_t* out) noexcept {
+  const vbmi_lut& l = *vbmi_lut_of(o.format);
+  const std::uint8_t* p = o.codes + row * o.row_bytes + col;
+  for (std::size_t i = 0; i < n; i += 64, p += 64, out += 32) {
+    const std::size_t valid = n - i < 64 ? n - i : 64, words = (valid + 1) / 2;
+    __m512i w[2];
+    vbmi_decode64(l, p, valid, w[0], w[1]);
+    for (std::size_t q = 0; q < 2; ++q) {
+      const std::size_t left = words > 16 * q ? words - 16 * q : 0;
+      const auto mask = static_cast<__mmask16>(left >= 16 ? 0xFFFFU : (1U << left) - 1U);
+      _mm512_mask_storeu_epi32(out + 16 * q, mask, _mm512_rol_epi32(w[q], 16));
+    }
+  }
+}
+
+/// Asks for the codes [k0, k0 + kc) of stored row `row` (the next strip to decode: rows of a
+/// K-major operand are far apart, and the hardware prefetchers see only a few lines of each).
+MINIFLOAT_TARGET_AVX512 inline void prefetch_codes(const operand& o, std::size_t row, std::size_t k0,
+                                                   std::size_t kc) noexcept {
+  const std::size_t b0 = o.bits == 4 ? k0 / 2 : k0, b1 = o.bits == 4 ? (k0 + kc + 1) / 2 : k0 + kc;
+  const std::uint8_t* r = o.codes + row * o.row_bytes;
+  for (std::size_t b = b0; b < b1; b += 64) _mm_prefetch(reinterpret_cast<const char*>(r + b), _MM_HINT_T0);
+}
+
 /// Copies rows x cols (cols <= 32) floats between C (row stride ldc) and a 12 x 32 tile.
 MINIFLOAT_TARGET_AVX512 inline void tile_in(const float* c, std::size_t ldc, std::size_t rows, std::size_t cols,
                                             float* t) noexcept {
@@ -248,21 +374,34 @@ MINIFLOAT_TARGET_AVX512 inline void tile_out(const float* t, std::size_t rows, s
 /// pairs, (kc + 1) / 2 words); block scales as pack_k_major (blocked.hpp). tmp: 8 * kc floats;
 /// wtmp: 8 * (kc + 1) / 2 words (bf16 only).
 template <std::size_t P, class T>
-MINIFLOAT_TARGET_AVX512 void pack_k_major_avx512(const operand& o, decode_fn decode, std::size_t i0, std::size_t rows,
-                                                 std::size_t k0, std::size_t kc, std::size_t l, T* dst,
-                                                 float* dst_scales, float* tmp, std::uint32_t* wtmp) noexcept {
+MINIFLOAT_TARGET_AVX512 void pack_k_major_avx512(const operand& o, decode_fn decode, decode_words_fn words,
+                                                 std::size_t i0, std::size_t rows, std::size_t k0, std::size_t kc,
+                                                 std::size_t l, T* dst, float* dst_scales, float* tmp,
+                                                 std::uint32_t* wtmp) noexcept {
   constexpr bool pairs = std::is_same_v<T, std::uint32_t>;
   const std::size_t kw = pairs ? (kc + 1) / 2 : kc, panels = (rows + P - 1) / P;
   const std::size_t nb = l == 0 ? 1 : (kc + l - 1) / l;
   for (std::size_t q = 0; q < panels; ++q) {
     T* panel = dst + q * kw * P;
     for (std::size_t g = 0; g * 8 < P; ++g) {
+      for (std::size_t r = 0; r < 8; ++r) {  // the strip after this one
+        const std::size_t next = (g + 1) * 8 < P ? q * P + (g + 1) * 8 + r : (q + 1) * P + r;
+        if (next < rows && ((g + 1) * 8 < P ? (g + 1) * 8 + r < P : r < P))
+          prefetch_codes(o, i0 + next + o.outer_offset, k0, kc);
+      }
       for (std::size_t r = 0; r < 8; ++r) {
         const std::size_t i = q * P + g * 8 + r;
-        float* row = tmp + r * kc;
-        if (g * 8 + r < P && i < rows) decode(o, i0 + i + o.outer_offset, k0, kc, row);
-        else std::memset(row, 0, kc * sizeof(float));
-        if constexpr (pairs) pair_words(row, kc, wtmp + r * kw);
+        const bool real = g * 8 + r < P && i < rows;
+        if constexpr (pairs) {
+          std::uint32_t* wrow = wtmp + r * kw;
+          if (!real) std::memset(wrow, 0, kw * sizeof(std::uint32_t));
+          else if (words != nullptr) words(o, i0 + i + o.outer_offset, k0, kc, wrow);
+          else decode(o, i0 + i + o.outer_offset, k0, kc, tmp), pair_words(tmp, kc, wrow);
+        } else {
+          float* row = tmp + r * kc;
+          if (real) decode(o, i0 + i + o.outer_offset, k0, kc, row);
+          else std::memset(row, 0, kc * sizeof(float));
+        }
       }
       const unsigned lanes = static_cast<unsigned>(P - g * 8 < 8 ? P - g * 8 : 8);
       if constexpr (pairs) transpose_rows8(wtmp, kw, kw, panel + g * 8, P, lanes);

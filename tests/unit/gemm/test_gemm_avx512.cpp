@@ -310,3 +310,52 @@ TEST_CASE("gemm_microkernel: every choice is accepted on every ISA and gives the
   }
   CHECK(!to_string(detail::gemm::preferred_microkernel()).empty());
 }
+
+TEST_CASE("AVX-512 VBMI decoders equal the format's decode for every code, every start and length", "[gemm][avx512]") {
+#if MINIFLOAT_SIMD_X86
+  if (!simd::isa_available(simd::isa::avx512)) return;
+  for (const format_id f : {format_id::hifloat8, format_id::float8_e4m3fn, format_id::float8_e5m2,
+                            format_id::float6_e3m2fn, format_id::float6_e2m3fn}) {
+    INFO(to_string(f));
+    REQUIRE(detail::gemm::vbmi_lut_of(f) != nullptr);
+    detail::gemm::operand o;
+    o.format = f;
+    o.bits = detail::format_bits(f);
+    o.table = &detail::gemm::decode_table_of(f);
+    std::vector<std::uint8_t> codes(600);
+    for (std::size_t c = 0; c < codes.size(); ++c) codes[c] = static_cast<std::uint8_t>((c * 7 + c / 256) & 0xFF);
+    o.codes = codes.data();
+    o.row_bytes = codes.size();
+    const auto& t = *o.table;
+    for (const std::size_t start : {std::size_t{0}, std::size_t{1}, std::size_t{63}})
+      for (const std::size_t n : {std::size_t{1}, std::size_t{2}, std::size_t{31}, std::size_t{64}, std::size_t{65},
+                                  std::size_t{127}, std::size_t{511}}) {
+        std::vector<float> v(n + 16, -7.0f);
+        std::vector<std::uint32_t> w((n + 1) / 2 + 16, 0xDEADBEEFU);
+        detail::gemm::decode_run_vbmi(o, 0, start, n, v.data());
+        detail::gemm::decode_words_vbmi(o, 0, start, n, w.data());
+        std::size_t bad = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          const float want = t[codes[start + i]];
+          bad += (std::bit_cast<std::uint32_t>(v[i]) == std::bit_cast<std::uint32_t>(want) ||
+                  (std::isnan(v[i]) && std::isnan(want)))
+                     ? 0U
+                     : 1U;
+        }
+        for (std::size_t i = n; i < v.size(); ++i) bad += v[i] == -7.0f ? 0U : 1U;  // nothing past n written
+        for (std::size_t j = 0; j < (n + 1) / 2; ++j) {
+          const float x = t[codes[start + 2 * j]], y = 2 * j + 1 < n ? t[codes[start + 2 * j + 1]] : 0.0f;
+          const std::uint32_t want = detail::gemm::bf16_pair(x, y), got = w[j];
+          const auto nan16 = [](std::uint32_t h) { return (h & 0x7F80U) == 0x7F80U && (h & 0x7FU) != 0; };
+          const bool hi_ok = (got >> 16) == (want >> 16) || (nan16(got >> 16) && nan16(want >> 16));
+          const bool lo_ok = (got & 0xFFFFU) == (want & 0xFFFFU) || (nan16(got & 0xFFFFU) && nan16(want & 0xFFFFU));
+          bad += hi_ok && lo_ok ? 0U : 1U;
+        }
+        for (std::size_t j = (n + 1) / 2; j < w.size(); ++j) bad += w[j] == 0xDEADBEEFU ? 0U : 1U;
+        CAPTURE(start, n);
+        CHECK(bad == 0);
+      }
+  }
+  CHECK(detail::gemm::vbmi_lut_of(format_id::float4_e2m1fn) == nullptr);
+#endif
+}
