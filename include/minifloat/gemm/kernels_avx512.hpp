@@ -19,9 +19,10 @@
 //                 subnormal or 2^-127, are applied outside the dot product by ordinary fp32 FMAs.
 //
 // Both families use the same loop nest (blocked.hpp) and the same scale step per K-block:
-// s = sA * sB (vmulps), C = fma(p, s, C). Packing decodes with the AVX2 decoders (kernels.hpp)
-// into 8-row strips, then 8 x 8 transposes of 32-bit values store them into panels (masked
-// stores for the 4-row remainder of 12-row panels).
+// s = sA * sB (vmulps), C = fma(p, s, C). Packing decodes 8-row strips (8- and 6-bit formats:
+// the VBMI decoder below, 64 codes per two vpermi2b lookups, straight to pair words for bf16;
+// FP4: the AVX2 decoder of kernels.hpp), then 8 x 8 transposes of 32-bit values store them into
+// panels (masked stores for the 4-row remainder of 12-row panels).
 #include <array>
 #include <bit>
 #include <cmath>
@@ -407,12 +408,15 @@ MINIFLOAT_TARGET_AVX512 void pack_k_major_avx512(const operand& o, decode_fn dec
       if constexpr (pairs) transpose_rows8(wtmp, kw, kw, panel + g * 8, P, lanes);
       else transpose_rows8(tmp, kc, kc, panel + g * 8, P, lanes);
     }
-    if (l != 0)
-      for (std::size_t r = 0; r < P; ++r) {
-        const std::size_t i = q * P + r;
-        for (std::size_t j = 0; j < nb; ++j)
-          dst_scales[(q * nb + j) * P + r] = i < rows ? o.scale(i0 + i, k0 + j * l) : 0.0f;
+    if (l != 0) {
+      std::size_t row_at[P];
+      for (std::size_t r = 0; r < P; ++r) row_at[r] = q * P + r < rows ? o.scale_row(i0 + q * P + r) : 0;
+      for (std::size_t j = 0; j < nb; ++j) {
+        const std::size_t col_at = o.scale_col(k0 + j * l);
+        float* d = dst_scales + (q * nb + j) * P;
+        for (std::size_t r = 0; r < P; ++r) d[r] = q * P + r < rows ? o.scale_at(row_at[r] + col_at) : 0.0f;
       }
+    }
   }
 }
 
@@ -440,10 +444,15 @@ MINIFLOAT_TARGET_AVX512 void pack_kn_avx512(const operand& b, decode_fn decode, 
         for (std::size_t c = w; c < nr512; ++c) out[c] = 0.0f;
       }
     }
-    if (l != 0)
-      for (std::size_t j = 0; j < nb; ++j)
-        for (std::size_t c = 0; c < nr512; ++c)
-          dst_scales[(q * nb + j) * nr512 + c] = c < w ? b.scale(n0 + c0 + c, k0 + j * l) : 0.0f;
+    if (l != 0) {
+      std::size_t row_at[nr512];
+      for (std::size_t c = 0; c < nr512; ++c) row_at[c] = c < w ? b.scale_row(n0 + c0 + c) : 0;
+      for (std::size_t j = 0; j < nb; ++j) {
+        const std::size_t col_at = b.scale_col(k0 + j * l);
+        float* d = dst_scales + (q * nb + j) * nr512;
+        for (std::size_t c = 0; c < nr512; ++c) d[c] = c < w ? b.scale_at(row_at[c] + col_at) : 0.0f;
+      }
+    }
   }
 }
 

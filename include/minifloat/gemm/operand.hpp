@@ -123,10 +123,12 @@ struct operand {
     return row[c];
   }
   [[nodiscard]] float value(std::size_t i, std::size_t kk) const noexcept { return (*table)[code(i, kk)]; }
-  [[nodiscard]] float scale(std::size_t i, std::size_t kk) const noexcept {
-    const std::size_t at = ((i + outer_offset) / tile_outer) * stride_outer + (kk / tile_k) * stride_k;
-    return mx ? mx_scale_value(mx_scales[at]) : scales[at];
-  }
+  [[nodiscard]] float scale(std::size_t i, std::size_t kk) const noexcept { return scale_at(scale_row(i) + scale_col(kk)); }
+  /// scale(i, kk) in parts, for loops that hoist the divisions: the grid offset of row i, of
+  /// column kk, and the scale at a grid offset.
+  [[nodiscard]] std::size_t scale_row(std::size_t i) const noexcept { return ((i + outer_offset) / tile_outer) * stride_outer; }
+  [[nodiscard]] std::size_t scale_col(std::size_t kk) const noexcept { return (kk / tile_k) * stride_k; }
+  [[nodiscard]] float scale_at(std::size_t at) const noexcept { return mx ? mx_scale_value(mx_scales[at]) : scales[at]; }
   /// The K extent over which the scale is constant (capped at K; at least 1).
   [[nodiscard]] std::size_t k_extent() const noexcept { return std::max<std::size_t>(1, std::min(tile_k, k)); }
 };
