@@ -1,108 +1,11 @@
 // The `minifloat` command-line tool: format tables, codecs and quantization on .npy files.
-// Exit codes: 0 success, 1 bad input file or failed operation, 2 bad command line.
-#include <minifloat/io/error.hpp>
-#include <minifloat/core/version.hpp>
-
-#include <exception>
-#include <iostream>
+// Exit codes: 0 success, 1 bad input file or failed operation, 2 bad command line
+// (tools/cli/run_command.cpp, docs/errors.md).
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "cli/args.hpp"
 #include "cli/commands.hpp"
 
-namespace {
-
-constexpr std::string_view help_text = R"(minifloat )" MINIFLOAT_VERSION_STRING R"( - low-precision float formats (HiF8, FP8, MX)
-
-usage: minifloat COMMAND [ARGS]
-
-commands:
-  formats                         list the format names, one per line
-  table FORMAT                    CSV of every code: code,hex,value,class
-  encode FORMAT IN.npy OUT.npy    round float32/float64/float16 values to codes
-      [--round MODE]              nearest (default: the format's own), nearest_even, nearest_away,
-                                  toward_zero, upward, downward, stochastic
-      [--saturate]                overflow and +-Inf give +-max instead of Inf/NaN
-      [--overflow POLICY]         non_saturating (default), saturate, saturate_nan_to_zero
-      [--seed N]                  random stream for --round stochastic (default 0)
-      [--input bfloat16]          IN holds uint16 bfloat16 bit patterns
-                                  OUT: uint8 codes (low bits for 4/6-bit formats), uint16 for
-                                  bfloat16/float16; same shape as IN
-  decode FORMAT IN.npy OUT.npy    codes (uint8, or uint16 for 16-bit formats) -> float32
-  quantize IN.npy OUT.npy         scaled quantization; OUT = dequantized float32, IN's shape
-      --format F                  element format (see `formats`)
-      --granularity G             tensor | channel (one scale per row) | token (same, for
-                                  activations) | block | mx (E8M0 scale per 32 along --axis)
-      [--block RxC]               block tile (default 128x128)
-      [--axis 0|1]                mx: blocks run along axis 1 (rows, default) or axis 0
-      [--scale-rule R]            max | pow2 | none (fp32 scales); floor | rceil | ceil | even (mx)
-                                  defaults: mx floor; hifloat8 pow2; others max
-      [--target T | --n-guard N]  pow2: amax lands in [2^T, 2^(T+1)); T = 15 - N (default T=4)
-      [--round MODE]              element rounding (default: the format's nearest)
-      [--seed N]                  random stream for --round stochastic (element (r,c) draws
-                                  random_bits(N, r * cols + c))
-      [--codes CODES.npy]         also write the codes (uint8; FP4 packed two per byte along the
-                                  last axis, element 2i in the low nibble; uint16 for 16-bit)
-      [--scales SCALES.npy]       also write the scales: float32 grid, or uint8 E8M0 codes for mx
-                                  (plain layout: one byte per block, row-major over blocks)
-      [--flatten last|first]      N-D IN as prod(leading) x last (default) or first x prod(rest)
-                                  (conv weights (O,I,kh,kw) -> O x I*kh*kw, as analyze does)
-      [--quiet]                   no summary line
-      IN may be 1-D (one row) or N-D (flattened as --flatten says).
-  analyze PATH...                 fidelity of real tensors under several schemes: a table with
-                                  SQNR (dB) and zero-rate per tensor and scheme, median and worst
-      PATH                        .npy (float32/64/16) or .safetensors (F32, F16, BF16, F64
-                                  tensors) files, or folders (their .npy/.safetensors, by name)
-      [--schemes LIST]            comma-separated schemes, each FORMAT/GRANULARITY[/key=value...]
-                                  with keys block=RxC, axis=0|1, scale-rule=R, target=T,
-                                  n-guard=N, round=MODE (the quantize options above, same
-                                  defaults), granularity blockN = block/block=NxN, or an alias
-                                  mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, mxfp6_e2m3, mxfp4
-                                  (= float8_e4m3fn/mx, ...). Default: hifloat8/tensor,
-                                  hifloat8/channel, float8_e4m3fn/tensor, mxfp8_e4m3,
-                                  mxfp8_e5m2, mxfp4, float8_e4m3fn/block128
-      [--json FILE]               every metric per tensor and scheme (deterministic)
-      [--csv FILE]                one row per tensor and scheme
-      [--svg DIR]                 plots: sqnr.svg, zero_rate.svg, significand_bits.svg and
-                                  precision_<scheme>.svg (self-contained SVG)
-      [--quiet]                   no table
-      Tensors are viewed as matrices: 1-D one row, 4-D (O,I,kh,kw) O x I*kh*kw, other N-D
-      prod(leading) x last. Metrics: docs/analysis.md.
-
-  help, --help                    this text
-  version, --version              the version
-)";
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  using namespace minifloat::cli;
-  std::vector<std::string> args(argv + 1, argv + argc);
-  if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
-    std::cout << help_text;
-    return args.empty() ? 2 : 0;
-  }
-  const std::string command = args[0];
-  args.erase(args.begin());
-  try {
-    if (command == "version" || command == "--version") {
-      std::cout << "minifloat " MINIFLOAT_VERSION_STRING "\n";
-      return 0;
-    }
-    if (command == "formats") return cmd_formats(args);
-    if (command == "table") return cmd_table(args);
-    if (command == "encode") return cmd_encode(args);
-    if (command == "decode") return cmd_decode(args);
-    if (command == "quantize") return cmd_quantize(args);
-    if (command == "analyze") return cmd_analyze(args);
-    throw usage_error("unknown command '" + command + "'; run 'minifloat --help' for the list");
-  } catch (const usage_error& e) {
-    std::cerr << "minifloat " << command << ": error: " << e.what() << '\n';
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "minifloat " << command << ": error: " << e.what() << '\n';
-    return 1;
-  }
+  return minifloat::cli::run_command(std::vector<std::string>(argv + 1, argv + argc));
 }

@@ -1,10 +1,14 @@
-// SVG charts (structure, escaping, non-finite points) and tensor file handling (directory
+// SVG charts of the CLI (tools/cli/svg.hpp: structure, escaping, non-finite points), the plot
+// data the library computes for them (analysis/plots.hpp), and tensor file handling (directory
 // expansion, matrix views, dispatch by extension).
 #include <minifloat/io/npy.hpp>
 #include <minifloat/io/tensor_files.hpp>
 // (io first: npy.hpp's npy_dtype::float16 would shadow minifloat::float16 under -Wshadow)
 
-#include <minifloat/analysis/svg.hpp>
+#include <minifloat/analysis/analysis.hpp>
+#include <minifloat/analysis/plots.hpp>
+
+#include "cli/svg.hpp"  // tools/ (the drawing lives with the CLI)
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -27,7 +31,7 @@ std::size_t count(const std::string& s, std::string_view what) {
 }  // namespace
 
 TEST_CASE("svg: category chart structure", "[analysis][svg]") {
-  minifloat::analysis::svg::chart c;
+  minifloat::cli::svg::chart c;
   c.title = "SQNR <per> tensor & \"more\"";
   c.y_label = "dB";
   c.categories = {"a", "b<c", "d"};
@@ -49,7 +53,7 @@ TEST_CASE("svg: category chart structure", "[analysis][svg]") {
 }
 
 TEST_CASE("svg: step chart with bars and a log axis", "[analysis][svg]") {
-  minifloat::analysis::svg::chart c;
+  minifloat::cli::svg::chart c;
   c.title = "bits";
   c.x = {-2, -1, 0, 1};
   c.steps = true;
@@ -59,7 +63,7 @@ TEST_CASE("svg: step chart with bars and a log axis", "[analysis][svg]") {
   const std::string svg = c.render();
   CHECK(count(svg, "<path ") == 1);
   CHECK(count(svg, "<rect ") >= 3 + 2);  // background, frame, 3 non-zero bars, legend swatch
-  minifloat::analysis::svg::chart l;
+  minifloat::cli::svg::chart l;
   l.categories = {"x", "y"};
   l.log_y = true;
   l.lines.push_back({"z", {0.0, 0.05}, "", false});
