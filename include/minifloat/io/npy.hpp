@@ -87,9 +87,12 @@ inline constexpr std::array<npy_dtype_info, 7> npy_dtype_table{{
 }};
 
 namespace detail {
-[[nodiscard]] constexpr const npy_dtype_info* npy_info(npy_dtype dtype) noexcept {
-  const auto i = static_cast<std::size_t>(dtype);
-  return i < npy_dtype_table.size() ? &npy_dtype_table[i] : nullptr;
+[[nodiscard]] constexpr bool npy_known(npy_dtype dtype) noexcept {
+  return static_cast<std::size_t>(dtype) < npy_dtype_table.size();
+}
+// The table row of a known dtype (check npy_known first).
+[[nodiscard]] constexpr const npy_dtype_info& npy_row(npy_dtype dtype) noexcept {
+  return npy_dtype_table[static_cast<std::size_t>(dtype)];
 }
 }  // namespace detail
 
@@ -117,26 +120,22 @@ inline constexpr npy_dtype npy_dtype_of = [] {
 
 // Bytes per element; 0 for a value outside the enum (so callers can reject it).
 [[nodiscard]] constexpr std::size_t npy_item_size(npy_dtype dtype) noexcept {
-  const auto* i = detail::npy_info(dtype);
-  return i != nullptr ? i->item_size : 0;
+  return detail::npy_known(dtype) ? detail::npy_row(dtype).item_size : 0;
 }
 
 // The descr numpy writes for the dtype ('|' marks types without a byte order); "" if invalid.
 [[nodiscard]] constexpr std::string_view npy_descr(npy_dtype dtype) noexcept {
-  const auto* i = detail::npy_info(dtype);
-  return i != nullptr ? i->descr : "";
+  return detail::npy_known(dtype) ? detail::npy_row(dtype).descr : "";
 }
 
 // The enumerator's own name ("float32", ...); "invalid" for a value outside the enum.
 [[nodiscard]] constexpr std::string_view npy_dtype_name(npy_dtype dtype) noexcept {
-  const auto* i = detail::npy_info(dtype);
-  return i != nullptr ? i->name : "invalid";
+  return detail::npy_known(dtype) ? detail::npy_row(dtype).name : "invalid";
 }
 
 // True for the dtypes to_float32 converts (float32, float64, float16).
 [[nodiscard]] constexpr bool npy_is_float(npy_dtype dtype) noexcept {
-  const auto* i = detail::npy_info(dtype);
-  return i != nullptr && i->decoding != element_decoding::none;
+  return detail::npy_known(dtype) && detail::npy_row(dtype).decoding != element_decoding::none;
 }
 
 namespace detail {
@@ -821,17 +820,17 @@ void write_npy(const std::filesystem::path& path, npy_dtype dtype, std::span<con
 // throw io_error naming `name` (the file): they are not float inputs, and int32 would not even
 // convert exactly.
 [[nodiscard]] inline std::vector<float> to_float32(const npy_array& array, std::string_view name = "to_float32") {
-  const auto* info = detail::npy_info(array.dtype);
-  if (info == nullptr || info->decoding == element_decoding::none)
+  if (!npy_is_float(array.dtype))
     detail::throw_npy_error(name, "the array holds '" + std::string(npy_descr(array.dtype)) + "' (" +
                                       std::string(npy_dtype_name(array.dtype)) +
                                       "); expected a floating-point dtype '<f2', '<f4' or '<f8'");
+  const npy_dtype_info& info = detail::npy_row(array.dtype);
   const std::size_t count = array.size();
-  if (array.data.size() / info->item_size != count || array.data.size() % info->item_size != 0)
+  if (array.data.size() / info.item_size != count || array.data.size() % info.item_size != 0)
     detail::throw_npy_error(name, "data has " + std::to_string(array.data.size()) + " bytes but shape " +
                                       detail::npy_shape_repr(array.shape) + " needs " +
-                                      std::to_string(count * info->item_size) + "; expected them to match");
-  return decode_elements(info->decoding, array.data, detail::npy_printable(name, false));
+                                      std::to_string(count * info.item_size) + "; expected them to match");
+  return decode_elements(info.decoding, array.data, detail::npy_printable(name, false));
 }
 
 }  // namespace minifloat
