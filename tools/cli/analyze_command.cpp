@@ -169,6 +169,11 @@ tensor_result analyze_one(const tensor_source& src, const std::vector<named_sche
   tensor_result r;
   r.source = src;
   const loaded_tensor t = load_tensor(src);
+  if (t.float32_overflows != 0)
+    throw io_error(terminal_text(src.file.string()) + (src.tensor.empty() ? "" : ":" + terminal_text(src.tensor)) + ": " +
+                   std::to_string(t.float32_overflows) +
+                   " float64 values do not fit float32 (beyond +-3.40282347e+38); expected values a float32 "
+                   "quantizer can take");
   r.shape = t.shape, r.dtype = t.dtype, r.rows = t.rows, r.cols = t.cols;
   r.amax = finite_amax(t.values);
   for (const float v : t.values) r.exponents.add(v);
@@ -518,9 +523,13 @@ int run_analyze(const analyze_request& req) {
 
   std::vector<std::string> skipped;
   const auto sources = list_tensor_sources(files, &skipped);
+  if (sources.empty()) {
+    std::string why = "no floating-point tensor found in the given paths";
+    if (!skipped.empty()) why += " (skipped: " + terminal_text(skipped.front()) + (skipped.size() > 1 ? ", ..." : "") + ")";
+    throw io_error(why + "; expected a float32, float64, float16, bfloat16 or FP8 tensor");
+  }
   for (const auto& s : skipped)
     std::cerr << "minifloat analyze: skipped " << terminal_text(s) << ": not a floating-point tensor\n";
-  if (sources.empty()) throw io_error("no floating-point tensor found in the given paths");
   const auto results = analyze_all(sources, req.schemes);
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

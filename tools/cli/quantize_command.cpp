@@ -157,7 +157,16 @@ int run_quantize(const quantize_request& req) {
   if (!npy_is_float(in.dtype))
     throw io_error(terminal_text(req.in) + ": dtype '" + std::string(npy_descr(in.dtype)) + "' (" +
                    std::string(npy_dtype_name(in.dtype)) + ") is not floating point; expected '<f4', '<f8' or '<f2'");
-  const std::vector<float> x = to_float32(in, req.in);
+  std::size_t overflows = 0;
+  const std::vector<float> x = to_float32(in, req.in, &overflows);
+  if (overflows != 0) {
+    const auto d = in.as<double>();
+    std::size_t i = 0;
+    while (i < d.size() && !(std::isfinite(d[i]) && std::isinf(x[i]))) ++i;
+    throw io_error(terminal_text(req.in) + ": float64 value " + brief(d[i]) + " at element " + std::to_string(i) +
+                   " does not fit float32 (" + std::to_string(overflows) +
+                   " such values); expected values within +-3.40282347e+38");
+  }
   // 1-D is one row; N-D is (prod(leading), last) unless --flatten first asks for (first, prod(rest)).
   const auto [rows, cols] = matrix_shape(
       in.shape, req.flatten == flatten_choice::first ? flatten_mode::first_axis : flatten_mode::last_axis);

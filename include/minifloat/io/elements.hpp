@@ -84,9 +84,12 @@ void decode_format_elements(std::span<const std::byte> bytes, std::span<float> o
 }
 
 /// The elements in `bytes` (little-endian, a whole number of elements) as float32. `what`
-/// names the tensor in the io_error for a decoding of none or a ragged byte count.
+/// names the tensor in the io_error for a decoding of none or a ragged byte count. With
+/// `overflows`, it receives the number of finite float64 elements too large for float32 (they
+/// became +-Inf), so a caller can refuse them instead of computing with infinities.
 [[nodiscard]] inline std::vector<float> decode_elements(element_decoding d, std::span<const std::byte> bytes,
-                                                        const std::string& what) {
+                                                        const std::string& what, std::size_t* overflows = nullptr) {
+  if (overflows != nullptr) *overflows = 0;
   const std::size_t item = element_size(d);
   if (item == 0) throw io_error(what + ": not a floating-point dtype; expected a float tensor");
   if (bytes.size() % item != 0)
@@ -103,6 +106,7 @@ void decode_format_elements(std::span<const std::byte> bytes, std::span<float> o
         double v = 0;
         std::memcpy(&v, bytes.data() + i * 8, 8);
         out[i] = detail::double_to_float(v);
+        if (overflows != nullptr && std::isinf(out[i]) && std::isfinite(v)) ++*overflows;
       }
       break;
     case element_decoding::float16: detail::decode_format_elements<float16>(bytes, out); break;

@@ -818,8 +818,10 @@ void write_npy(const std::filesystem::path& path, npy_dtype dtype, std::span<con
 // The elements of a floating-point array as float: float32 as is, float16 exactly (through
 // minifloat::float16), float64 rounded to nearest even (overflow to infinity). Integer dtypes
 // throw io_error naming `name` (the file): they are not float inputs, and int32 would not even
-// convert exactly.
-[[nodiscard]] inline std::vector<float> to_float32(const npy_array& array, std::string_view name = "to_float32") {
+// convert exactly. `overflows` (optional) receives the count of finite float64 elements that
+// became +-Inf.
+[[nodiscard]] inline std::vector<float> to_float32(const npy_array& array, std::string_view name = "to_float32",
+                                                   std::size_t* overflows = nullptr) {
   if (!npy_is_float(array.dtype))
     detail::throw_npy_error(name, "the array holds '" + std::string(npy_descr(array.dtype)) + "' (" +
                                       std::string(npy_dtype_name(array.dtype)) +
@@ -830,7 +832,7 @@ void write_npy(const std::filesystem::path& path, npy_dtype dtype, std::span<con
     detail::throw_npy_error(name, "data has " + std::to_string(array.data.size()) + " bytes but shape " +
                                       detail::npy_shape_repr(array.shape) + " needs " +
                                       std::to_string(count * info.item_size) + "; expected them to match");
-  return decode_elements(info.decoding, array.data, detail::npy_printable(name, false));
+  return decode_elements(info.decoding, array.data, detail::npy_printable(name, false), overflows);
 }
 
 }  // namespace minifloat

@@ -657,14 +657,15 @@ class st_json_reader {
 /// exactly (the library's own types), F64 rounded to nearest even (overflow to infinity). Other
 /// dtypes are an io_error.
 [[nodiscard]] inline std::vector<float> safetensors_to_float32(safetensors_dtype dtype, std::span<const std::byte> bytes,
-                                                               std::string_view what = "<tensor>") {
+                                                               std::string_view what = "<tensor>",
+                                                               std::size_t* overflows = nullptr) {
   if (!safetensors_is_float(dtype))
     detail::throw_st_error(what, "dtype " + std::string(safetensors_dtype_name(dtype)) +
                                      " is not a floating-point type; expected F32, F16, BF16, F8_E4M3, F8_E5M2 or F64");
   if (bytes.size() % safetensors_item_size(dtype) != 0)
     detail::throw_st_error(what, std::to_string(bytes.size()) + " bytes are not a whole number of " +
                                      std::string(safetensors_dtype_name(dtype)) + " elements");
-  return decode_elements(safetensors_decoding(dtype), bytes, detail::st_printable(what, 200));
+  return decode_elements(safetensors_decoding(dtype), bytes, detail::st_printable(what, 200), overflows);
 }
 
 /// One tensor to write: name, dtype, shape and exactly prod(shape) * itemsize little-endian bytes.

@@ -45,6 +45,7 @@ struct loaded_tensor {
   std::string dtype;
   std::size_t rows = 0, cols = 0;
   std::vector<float> values;  // rows * cols, row-major
+  std::size_t float32_overflows = 0;  // finite float64 elements too large for float32 (now +-Inf)
 };
 
 /// How an N-D tensor becomes the rows x cols matrix that scales are laid over.
@@ -190,7 +191,7 @@ namespace detail {
     if (!npy_is_float(a.dtype))
       throw io_error(detail::path_text(s.file) + ": dtype '" + std::string(npy_descr(a.dtype)) +
                      "' is not floating point; expected '<f4', '<f8' or '<f2'");
-    t.values = to_float32(a, s.file.string());
+    t.values = to_float32(a, s.file.string(), &t.float32_overflows);
     t.shape = a.shape;
     t.dtype = std::string(npy_dtype_name(a.dtype));
   } else {
@@ -198,7 +199,8 @@ namespace detail {
     const safetensors_tensor_info* info = h.find(s.tensor);
     if (info == nullptr)
       throw io_error(detail::path_text(s.file) + ": no tensor \"" + detail::printable_text(s.tensor) + "\" (file changed?)");
-    t.values = safetensors_to_float32(info->dtype, read_safetensors_bytes(s.file, h, *info), s.file.string() + ":" + s.tensor);
+    t.values = safetensors_to_float32(info->dtype, read_safetensors_bytes(s.file, h, *info),
+                                      s.file.string() + ":" + s.tensor, &t.float32_overflows);
     t.shape = info->shape;
     t.dtype = std::string(safetensors_dtype_name(info->dtype));
   }
