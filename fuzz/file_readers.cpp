@@ -21,13 +21,25 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// The scratch folder, removed again when the fuzzer exits.
+struct scratch {
+  fs::path dir;
+  ~scratch() {
+    std::error_code ec;
+    fs::remove_all(dir, ec);
+  }
+};
+
 const fs::path& scratch_dir() {
-  static const fs::path dir = [] {
-    fs::path d = fs::temp_directory_path() / ("minifloat_fuzz_files_" + std::to_string(::getpid()));
+  static const scratch s{[] {
+    // /dev/shm when there is one: the target writes a file per input
+    std::error_code ec;
+    const fs::path base = fs::is_directory("/dev/shm", ec) ? fs::path("/dev/shm") : fs::temp_directory_path();
+    fs::path d = base / ("minifloat_fuzz_files_" + std::to_string(::getpid()));
     fs::create_directories(d);
     return d;
-  }();
-  return dir;
+  }()};
+  return s.dir;
 }
 
 void write_file(const fs::path& p, std::span<const std::uint8_t> bytes) {

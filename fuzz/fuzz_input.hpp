@@ -60,4 +60,15 @@ class input {
   std::size_t pos_ = 0;
 };
 
+/// Bit-identical floats, except that any two NaNs match: a NaN's payload and sign come from
+/// whichever operand the hardware propagates, which differs between scalar and vector code.
+[[nodiscard]] inline bool same_values(std::span<const float> a, std::span<const float> b) noexcept {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (a[i] != a[i] && b[i] != b[i]) continue;  // both NaN
+    if (std::bit_cast<std::uint32_t>(a[i]) != std::bit_cast<std::uint32_t>(b[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace minifloat::fuzz

@@ -23,10 +23,6 @@ namespace {
 
 using namespace minifloat;
 
-bool same_bits(std::span<const float> a, std::span<const float> b) {
-  return a.size() == b.size() && (a.empty() || std::memcmp(a.data(), b.data(), a.size_bytes()) == 0);
-}
-
 /// Which typed error a call threw (0: none).
 template <class F>
 int outcome(F&& f, std::string& what) {
@@ -73,11 +69,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (ref_rc != fast_rc) std::abort();  // one path refused what the other accepted
   if (ref_rc != 0) return 0;
   if (!std::equal(ref.codes().begin(), ref.codes().end(), fast.codes().begin(), fast.codes().end())) std::abort();
-  if (!same_bits(ref.scales(), fast.scales())) std::abort();
+  if (!fuzz::same_values(ref.scales(), fast.scales())) std::abort();
   if (!std::equal(ref.mx_scales().begin(), ref.mx_scales().end(), fast.mx_scales().begin(), fast.mx_scales().end()))
     std::abort();
   const std::vector<float> y_ref = dequantize(ref), y_fast = simd::dequantize(fast);
-  if (y_ref.size() != rows * cols || !same_bits(y_ref, y_fast)) std::abort();
+  if (y_ref.size() != rows * cols || !fuzz::same_values(y_ref, y_fast)) std::abort();
   // The scales the engine picked are usable ones: finite and positive.
   for (const float sc : ref.scales())
     if (!(sc > 0.0f) || !std::isfinite(sc)) std::abort();

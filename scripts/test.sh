@@ -2,8 +2,12 @@
 # Full local/CI check (what .ci/run calls):
 #   1. asan-ubsan preset (Debug, ASan+UBSan): build, ctest without the exhaustive label
 #   2. release preset (-O3): build, ctest everything (unit, exhaustive, cli, examples, install)
-#   3. fuzz preset (clang, libFuzzer + ASan + UBSan): the .npy and .safetensors readers, 10^6
-#      inputs each from the seeds in fuzz/corpus/
+#   3. fuzz preset (clang, libFuzzer + ASan + UBSan): every fuzz/ target (file readers in memory
+#      and through real paths, scheme strings, CLI parsers, quantize paths, from_parts, GEMM
+#      arguments), each for at most MINIFLOAT_FUZZ_SECONDS (20 s: 8 targets, 160 s in all) from
+#      the seeds in fuzz/corpus/
+#   4. tsan preset (RelWithDebInfo, ThreadSanitizer): the concurrency tests only
+#      (tests/unit/test_fork_join.cpp, tests/simd_equivalence/test_bulk_threads.cpp)
 # Every step runs even after a failure; the script exits non-zero if any step failed.
 # The last line is the summed ctest result, "ctest: N passed, N failed".
 set -uo pipefail
@@ -67,6 +71,7 @@ preset_run() {
 preset_run asan-ubsan
 preset_run release
 preset_run fuzz
+preset_run tsan
 
 echo
 echo "=== summary"
