@@ -717,7 +717,9 @@ def catalogue():
         check=npy_check("o.npy", finite_like="big.npy"))
     add(f, "quantize-float64-overflow", ["quantize", "{F}/big64.npy", "{W}/o.npy", "--format", "float8_e4m3fn",
                                          "--granularity", "tensor"], 1, "float64 value 1e+300 at element 0 does not fit float32")
-    add(f, "analyze-float64-overflow", ["analyze", "{F}/big64.npy"], 1, "2 float64 values do not fit float32")
+    add(f, "analyze-float64-overflow", ["analyze", "{F}/big64.npy", "--json", "{W}/r.json"], 0, "big64",
+        check=json_check("r.json", lambda r: r["tensors"][0]["float32_overflows"] == 2,
+                         "float64 values beyond float32 must be counted"))
     add(f, "encode-float64-huge", ["encode", "float8_e4m3fn", "{F}/big64.npy", "{W}/o.npy", "--saturate"], 0, "",
         check=npy_check("o.npy", shape=(3,), dtype="uint8"))
     add(f, "encode-nan-inf", ["encode", "float8_e4m3fn", "{F}/nan_mix.npy", "{W}/o.npy"], 0, "",

@@ -48,6 +48,7 @@ struct tensor_result {
   analysis::exponent_histogram exponents;           // floor(log2 |x|)
   analysis::exponent_histogram relative_exponents;  // floor(log2 |x|) - floor(log2 amax)
   std::vector<fidelity_stats> stats;                // one per scheme
+  std::size_t float32_overflows = 0;  // finite float64 values beyond float32, analysed as +-Inf
 };
 
 // --- formatting helpers ----------------------------------------------------------------------
@@ -169,11 +170,7 @@ tensor_result analyze_one(const tensor_source& src, const std::vector<named_sche
   tensor_result r;
   r.source = src;
   const loaded_tensor t = load_tensor(src);
-  if (t.float32_overflows != 0)
-    throw io_error(terminal_text(src.file.string()) + (src.tensor.empty() ? "" : ":" + terminal_text(src.tensor)) + ": " +
-                   std::to_string(t.float32_overflows) +
-                   " float64 values do not fit float32 (beyond +-3.40282347e+38); expected values a float32 "
-                   "quantizer can take");
+  r.float32_overflows = t.float32_overflows;  // reported (stderr, JSON), not silently Inf
   r.shape = t.shape, r.dtype = t.dtype, r.rows = t.rows, r.cols = t.cols;
   r.amax = finite_amax(t.values);
   for (const float v : t.values) r.exponents.add(v);
@@ -303,7 +300,8 @@ std::string json_report(const std::vector<tensor_result>& rs, const std::vector<
     }
     o += "], \"matrix\": [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "], \"amax\": " + json_num(r.amax) +
          ", \"zeros\": " + std::to_string(r.exponents.zeros()) + ", \"nonfinite\": " +
-         std::to_string(r.exponents.nonfinite()) + ",\n     \"exponents\": " + json_histogram(r.exponents) +
+         std::to_string(r.exponents.nonfinite()) + ", \"float32_overflows\": " + std::to_string(r.float32_overflows) +
+         ",\n     \"exponents\": " + json_histogram(r.exponents) +
          ",\n     \"results\": {\n";
     for (std::size_t k = 0; k < schemes.size(); ++k) {
       const auto& s = r.stats[k];
@@ -531,6 +529,11 @@ int run_analyze(const analyze_request& req) {
   for (const auto& s : skipped)
     std::cerr << "minifloat analyze: skipped " << terminal_text(s) << ": not a floating-point tensor\n";
   const auto results = analyze_all(sources, req.schemes);
+  for (const auto& r : results)
+    if (r.float32_overflows != 0)
+      std::cerr << "minifloat analyze: note: " << terminal_text(r.source.name) << ": " << r.float32_overflows
+                << " float64 values lie beyond float32's range; they are analysed as +-Inf (non-finite, "
+                   "left out of the sums)\n";
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
   output_batch out;

@@ -222,6 +222,7 @@ struct fidelity_stats {
   if (profile.format != q.scheme.format)
     throw shape_error("measure: profile of " + profile.name + " for a tensor of " + std::string(to_string(q.scheme.format)));
   fidelity_stats s(profile);
+  if (q.rows == 0 || q.cols == 0) return s;  // nothing to measure, however large the other extent
   visit_format(q.scheme.format, [&](auto t) {
     using Elem = typename decltype(t)::type;
     constexpr int bits = sizeof_bits<Elem>;
