@@ -356,7 +356,7 @@ class output_batch {
     if (std::fclose(f) != 0 && error == 0) error = errno != 0 ? errno : EIO;
     if (error != 0) {
       throw io_error(name + ": write failed" + detail::errno_text(error) + "; expected " + std::to_string(e.direct.size()) +
-                     " bytes to be written (no other output was changed)");
+                     " bytes to be written (no file output was replaced)");
     }
     e.direct.clear();
     e.direct.shrink_to_fit();
