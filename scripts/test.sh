@@ -4,7 +4,7 @@
 #   2. release preset (-O3): build, ctest everything (unit, exhaustive, cli, examples, install)
 #   3. fuzz preset (clang, libFuzzer + ASan + UBSan): every fuzz/ target (file readers in memory
 #      and through real paths, scheme strings, CLI parsers, quantize paths, from_parts, GEMM
-#      arguments), each for at most MINIFLOAT_FUZZ_SECONDS (20 s: 8 targets, 160 s in all) from
+#      arguments), each for at most MINIFLOAT_FUZZ_SECONDS (18 s: 8 targets, under 3 minutes in all) from
 #      the seeds in fuzz/corpus/
 #   4. tsan preset (RelWithDebInfo, ThreadSanitizer): the concurrency tests only
 #      (tests/unit/test_fork_join.cpp, tests/simd_equivalence/test_bulk_threads.cpp)
