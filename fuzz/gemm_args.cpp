@@ -17,16 +17,6 @@
 
 #include "fuzz_input.hpp"
 
-// Inputs that hit a known defect of gemm/ that the GEMM engineer is fixing (per-entry-point size
-// validation) are left out unless this is defined; switch it on when the fix is merged:
-//   packed_weights with K = 0, and the packed gemm with an empty output (M or N = 0) or with
-//   M > 8 (the second 8-row band), form data() + offset on empty vectors (UB "applying non-zero
-//   offset to null pointer", packed_weights.hpp and gemv_packed.hpp run_packed);
-//   grouped_gemm with group sizes whose sum wraps around to M passes check_groups (an unchecked
-//   std::accumulate, grouped.hpp) and writes far outside the output (heap-buffer-overflow).
-#ifndef MINIFLOAT_FUZZ_PENDING_GEMM_FIXES
-#define MINIFLOAT_FUZZ_PENDING_GEMM_FIXES 0
-#endif
 
 namespace {
 
@@ -100,8 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   // 2. packed weights
   packed_weights pw;
-  const bool packable = MINIFLOAT_FUZZ_PENDING_GEMM_FIXES || (k != 0 && m != 0 && m <= 8 && n != 0);
-  if (packable && typed([&] { pw = packed_weights(b.view(), layout); })) {
+  if (typed([&] { pw = packed_weights(b.view(), layout); })) {
     std::vector<float> packed(out_size);
     const bool packed_ok = typed([&] { gemm(a.view(), pw, bias, std::span<float>(packed), cfg); });
     if (packed_ok && ref_ok && !fuzz::same_values(packed, ref)) std::abort();
@@ -120,7 +109,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       if (!sizes.empty()) sizes[0] += 1;
       break;
     case 1:  // sizes whose sum wraps around to M
-      if (MINIFLOAT_FUZZ_PENDING_GEMM_FIXES && sizes.size() >= 2)
+      if (sizes.size() >= 2)
         sizes[0] += std::numeric_limits<std::size_t>::max() - 2, sizes[1] += 3;
       break;
     default: break;

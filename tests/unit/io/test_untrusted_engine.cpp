@@ -1,7 +1,5 @@
-// Untrusted-input defects of the quantize engine (quant/, owned by the lead) that this branch
-// found but does not fix. Each case states the correct behaviour and is tagged [!shouldfail]:
-// it passes while the defect is there and fails (as a reminder to drop the tag) once the engine
-// fix is merged. EXPECTED_AFTER_ENGINE: remove [!shouldfail] from each case when its fix lands.
+// Untrusted-input cases of the quantize engine found by the bad-input catalogue (issue 13): a
+// scheme or a scale read from a file holds whatever bytes it held.
 #include <minifloat/quant/quantized_tensor.hpp>
 
 #include <catch2/catch.hpp>
@@ -12,7 +10,7 @@
 
 using namespace minifloat;
 
-TEST_CASE("engine pending: validate() refuses enum values outside their range", "[quant][untrusted][!shouldfail]") {
+TEST_CASE("untrusted engine input: validate() refuses enum values outside their range", "[quant][untrusted]") {
   // A scheme read from a file or a wire holds whatever bytes it held.
   quant_scheme s;
   s.format = static_cast<format_id>(200);
@@ -25,7 +23,7 @@ TEST_CASE("engine pending: validate() refuses enum values outside their range", 
   CHECK_THROWS_AS(r.validate(), std::invalid_argument);
 }
 
-TEST_CASE("engine pending: pow2 scales never turn finite inputs into Inf", "[quant][untrusted][!shouldfail]") {
+TEST_CASE("untrusted engine input: pow2 scales never turn finite inputs into Inf", "[quant][untrusted]") {
   // amax 3.3e38 with T = 4: s = 2^123, and the code 32 (HiF8) times 2^123 = 2^128 overflows
   // float32. Correct: a scale rule that keeps decode(code) * s finite, or an error naming amax.
   const std::vector<float> x{3.3e38f, 1.0f};
@@ -40,8 +38,8 @@ TEST_CASE("engine pending: pow2 scales never turn finite inputs into Inf", "[qua
   CHECK((threw || (std::isfinite(y[0]) && std::isfinite(y[1]))));
 }
 
-TEST_CASE("engine pending: from_parts refuses scales that are not finite and positive",
-          "[quant][untrusted][!shouldfail]") {
+TEST_CASE("untrusted engine input: from_parts refuses scales that are not finite and positive",
+          "[quant][untrusted]") {
   // quantize_with_scales refuses them; a tensor rebuilt from a scales file should too, instead of
   // dequantizing to NaN, Inf or sign-flipped values.
   const quant_scheme s = quant_scheme::make(format_id::float8_e4m3fn, granularity::tensor);
