@@ -47,13 +47,12 @@ inline overflow parse_overflow_option(const args& a) {
 
 /// Everything about a quantization scheme that can be checked before reading any data, as a
 /// usage_error prefixed by `who` ("" for options, "scheme 'x': " for scheme strings):
-/// quant_scheme::validate(), MX rounding (OCP MX elements round to nearest even), and a pow2
+/// quant_scheme::validate() (enum ranges, MX elements round to nearest even), and a pow2
 /// target T inside the format's binades (outside them every value would flush to zero or
 /// saturate: a silent garbage result).
 inline void check_scheme(const quant_scheme& s, const std::string& who) {
   try {
     s.validate();
-    if (s.gran == granularity::mx) minifloat::detail::check_mx_rounding(s);
   } catch (const std::invalid_argument& e) {
     throw usage_error(who + e.what());
   }
