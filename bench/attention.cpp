@@ -31,6 +31,7 @@
 #endif
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wpsabi"  // fma_peak's vectors never cross a call boundary
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's _mm512_reduce_add_ps (bug 105593)
 #endif
 
 namespace {

@@ -3,7 +3,11 @@
 // Built only when OpenBLAS is found (bench/CMakeLists.txt). Read the ratios, not the absolute
 // numbers: bench/README.md "## GEMM" records them.
 //
-//   gemm/<recipe>/<size>/threads:<t>    M = N = K = size, B stored (N, K) ("weights (out, in)")
+//   gemm/<recipe>/<size>/threads:<t>    M = N = K = size, B stored (N, K) ("weights (out, in)"),
+//                                       the default path (simd::isa::automatic, microkernel automatic)
+//   gemm_avx2/<recipe>/...              the same capped at simd::isa::avx2 (the 6 x 16 fp32 kernel)
+//   gemm_avx512_fp32/<recipe>/...       AVX-512, gemm_microkernel::fp32_fma (12 x 32 zmm FMAs)
+//   gemm_bf16/<recipe>/...              AVX-512, gemm_microkernel::bf16_dot (12 x 32 vdpbf16ps)
 //   sgemm/<size>/threads:<t>            cblas_sgemm(RowMajor, NoTrans, Trans) on the same values
 //   gemv/<recipe>/<N>/threads:<t>       1 x 4096 x N, B (N, K)
 //   sgemv/<N>/threads:<t>               cblas_sgemv(RowMajor, NoTrans) on W (N, K)
@@ -86,13 +90,28 @@ void set_flops(benchmark::State& state, double m, double n, double k) {
       benchmark::Counter(2.0 * m * n * k * 1e-9, benchmark::Counter::kIsIterationInvariantRate);
 }
 
-void bm_gemm(benchmark::State& state, std::size_t r) {
+/// One blocked-path variant: the ISA cap and the AVX-512 micro-kernel.
+struct variant {
+  const char* prefix;
+  simd::isa isa;
+  gemm_microkernel kernel;
+};
+const variant variants[] = {
+    {"gemm", simd::isa::automatic, gemm_microkernel::automatic},
+    {"gemm_avx2", simd::isa::avx2, gemm_microkernel::automatic},
+    {"gemm_avx512_fp32", simd::isa::avx512, gemm_microkernel::fp32_fma},
+    {"gemm_bf16", simd::isa::avx512, gemm_microkernel::bf16_dot},
+};
+
+void bm_gemm(benchmark::State& state, std::size_t r, const variant& v) {
   const auto s = static_cast<std::size_t>(state.range(0));
   const auto& o = get(r, s, s, s);
   std::vector<float> c(s * s);
   gemm_config cfg;
   cfg.threads = static_cast<unsigned>(state.range(1));
   cfg.path = gemm_path::blocked;
+  cfg.isa = v.isa;
+  cfg.microkernel = v.kernel;
   for (auto _ : state) {
     gemm(o.a.view(), o.b.view(), gemm_layout::nk, {}, std::span<float>(c), cfg);
     benchmark::DoNotOptimize(c.data());
@@ -173,6 +192,12 @@ void gemm_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"size", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
   best_of(b);
 }
+void gemm_args_large(benchmark::internal::Benchmark* b) {  // the sizes of the issue-18 targets
+  for (const int s : {1024, 2048})
+    for (const int t : {1, 2}) b->Args({s, t});
+  b->ArgNames({"size", "threads"})->Unit(benchmark::kMillisecond)->UseRealTime();
+  best_of(b);
+}
 void gemv_args(benchmark::internal::Benchmark* b) {
   for (const int n : {4096, 11008})
     for (const int t : {1, 2}) b->Args({n, t});
@@ -182,10 +207,14 @@ void gemv_args(benchmark::internal::Benchmark* b) {
 
 const bool registered = [] {
   benchmark::RegisterBenchmark("sgemm", bm_sgemm)->Apply(gemm_args);
-  for (std::size_t r = 0; r < std::size(recipes); ++r)
-    benchmark::RegisterBenchmark((std::string("gemm/") + recipes[r].name).c_str(),
-                                 [r](benchmark::State& st) { bm_gemm(st, r); })
-        ->Apply(gemm_args);
+  for (const variant& v : variants) {
+    // The AVX-512 rows need the CPU to run that level; elsewhere they would only repeat the others.
+    if (v.isa != simd::isa::automatic && !simd::isa_available(v.isa)) continue;
+    for (std::size_t r = 0; r < std::size(recipes); ++r)
+      benchmark::RegisterBenchmark((std::string(v.prefix) + "/" + recipes[r].name).c_str(),
+                                   [r, &v](benchmark::State& st) { bm_gemm(st, r, v); })
+          ->Apply(v.isa == simd::isa::automatic ? gemm_args : gemm_args_large);
+  }
   benchmark::RegisterBenchmark("sgemv", bm_sgemv)->Apply(gemv_args);
   for (const std::size_t r : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{4}})
     benchmark::RegisterBenchmark((std::string("gemv/") + recipes[r].name).c_str(),

@@ -37,7 +37,7 @@ void stream_f32_to_u8(benchmark::State& state) {
 }
 
 template <class Elem>
-void mx_quantize_bench(benchmark::State& state, int axis, minifloat::mx_scale_rule rule) {
+void mx_quantize_bench(benchmark::State& state, int axis, minifloat::scale_rule rule) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto in = make_inputs(n);
   minifloat::mx_tensor<Elem> t(n / kCols, kCols, axis, rule);
@@ -67,10 +67,10 @@ void mx_dequantize_bench(benchmark::State& state) {
                           static_cast<std::int64_t>(n * 4 + t.codes().size() + t.scales().size()));
 }
 
-void mx_quantize_e4m3_axis1(benchmark::State& s) { mx_quantize_bench<minifloat::float8_e4m3fn>(s, 1, minifloat::mx_scale_rule::floor); }
-void mx_quantize_e2m1_axis1(benchmark::State& s) { mx_quantize_bench<minifloat::float4_e2m1fn>(s, 1, minifloat::mx_scale_rule::floor); }
-void mx_quantize_e4m3_axis0(benchmark::State& s) { mx_quantize_bench<minifloat::float8_e4m3fn>(s, 0, minifloat::mx_scale_rule::floor); }
-void mx_quantize_e4m3_axis1_rceil(benchmark::State& s) { mx_quantize_bench<minifloat::float8_e4m3fn>(s, 1, minifloat::mx_scale_rule::rceil); }
+void mx_quantize_e4m3_axis1(benchmark::State& s) { mx_quantize_bench<minifloat::float8_e4m3fn>(s, 1, minifloat::scale_rule::floor); }
+void mx_quantize_e2m1_axis1(benchmark::State& s) { mx_quantize_bench<minifloat::float4_e2m1fn>(s, 1, minifloat::scale_rule::floor); }
+void mx_quantize_e4m3_axis0(benchmark::State& s) { mx_quantize_bench<minifloat::float8_e4m3fn>(s, 0, minifloat::scale_rule::floor); }
+void mx_quantize_e4m3_axis1_rceil(benchmark::State& s) { mx_quantize_bench<minifloat::float8_e4m3fn>(s, 1, minifloat::scale_rule::rceil); }
 void mx_dequantize_e4m3(benchmark::State& s) { mx_dequantize_bench<minifloat::float8_e4m3fn>(s); }
 void mx_dequantize_e2m1(benchmark::State& s) { mx_dequantize_bench<minifloat::float4_e2m1fn>(s); }
 

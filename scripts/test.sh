@@ -2,9 +2,13 @@
 # Full local/CI check (what .ci/run calls):
 #   1. asan-ubsan preset (Debug, ASan+UBSan): build, ctest without the exhaustive label
 #   2. release preset (-O3): build, ctest everything (unit, exhaustive, cli, examples, install)
-#   3. fuzz preset (clang, libFuzzer + ASan + UBSan): the .npy and .safetensors readers, 10^6
-#      inputs each from the seeds in fuzz/corpus/
-#   4. the NEON path: tests/simd_equivalence cross-compiled for AArch64 (-O2 -DNDEBUG: the full
+#   3. fuzz preset (clang, libFuzzer + ASan + UBSan): every fuzz/ target (file readers in memory
+#      and through real paths, scheme strings, CLI parsers, quantize paths, from_parts, GEMM
+#      arguments), each for at most MINIFLOAT_FUZZ_SECONDS (18 s: 8 targets, under 3 minutes in all) from
+#      the seeds in fuzz/corpus/
+#   4. tsan preset (RelWithDebInfo, ThreadSanitizer): the concurrency tests only
+#      (tests/unit/test_fork_join.cpp, tests/simd_equivalence/test_bulk_threads.cpp)
+#   5. the NEON path: tests/simd_equivalence cross-compiled for AArch64 (-O2 -DNDEBUG: the full
 #      sweeps) and run under qemu-user (tests/simd_equivalence/neon_qemu.sh, about 1.5 min on an
 #      idle machine, mostly compiling; its test cases count into the summary)
 # Every step runs even after a failure; the script exits non-zero if any step failed.
@@ -89,6 +93,7 @@ run_neon() {
 preset_run asan-ubsan
 preset_run release
 preset_run fuzz
+preset_run tsan
 step "neon (qemu-user)" run_neon
 
 echo

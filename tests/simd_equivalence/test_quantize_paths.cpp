@@ -175,7 +175,10 @@ TEST_CASE("quantize paths: strided inputs give the codes of their dense copy", "
   const std::size_t rows = 13, cols = 45, stride = 64;
   const auto buf = tensor_data(rows * stride, 7);
   std::vector<float> dense;
-  for (std::size_t r = 0; r < rows; ++r) dense.insert(dense.end(), buf.begin() + r * stride, buf.begin() + r * stride + cols);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const auto row = std::span<const float>(buf).subspan(r * stride, cols);
+    dense.insert(dense.end(), row.begin(), row.end());
+  }
   for (const char* text : {"hifloat8/tensor", "float8_e4m3fn/channel", "float4_e2m1fn/block/block=2x5", "mxfp8_e4m3",
                            "mxfp4/axis=0", "mxfp8_e5m2/block=32x32"}) {
     const quant_scheme s = parse_scheme(text).scheme;

@@ -1,14 +1,16 @@
 // minifloat analyze: fidelity of real tensors under several quantization schemes, as a table on
-// stdout and, on request, JSON (every metric), CSV (one row per tensor and scheme) and SVG plots.
-// Metric definitions and the scheme syntax: docs/analysis.md.
+// stdout and, on request, JSON (every metric), CSV (one row per tensor and scheme) and SVG plots,
+// written all-or-nothing. Metric definitions and the scheme syntax: docs/analysis.md.
 // io/ first: npy.hpp's npy_dtype::float16 would otherwise shadow minifloat::float16 (-Wshadow);
 // the blank line below keeps include sorters from undoing that.
 #include <minifloat/io/error.hpp>
+#include <minifloat/io/files.hpp>
 #include <minifloat/io/tensor_files.hpp>
 
 #include <minifloat/analysis/analysis.hpp>
-#include <minifloat/analysis/svg.hpp>
+#include <minifloat/analysis/plots.hpp>
 #include <minifloat/core/version.hpp>
+#include <minifloat/quant/scales.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -20,12 +22,16 @@
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "format_args.hpp"
+#include "paths.hpp"
+#include "svg.hpp"
 
 namespace minifloat::cli {
 namespace {
@@ -42,6 +48,7 @@ struct tensor_result {
   analysis::exponent_histogram exponents;           // floor(log2 |x|)
   analysis::exponent_histogram relative_exponents;  // floor(log2 |x|) - floor(log2 amax)
   std::vector<fidelity_stats> stats;                // one per scheme
+  std::size_t float32_overflows = 0;  // finite float64 values beyond float32, analysed as +-Inf
 };
 
 // --- formatting helpers ----------------------------------------------------------------------
@@ -62,9 +69,10 @@ std::string shape_string(const std::vector<std::size_t>& shape) {
   return s;
 }
 
+// NaN SQNR: the tensor held no finite value, nothing was measured.
 std::string sqnr_cell(double v) {
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
-  if (std::isnan(v)) return "nan";
+  if (std::isnan(v)) return "n/a";
   return fmt("%.1f", v);
 }
 
@@ -78,9 +86,10 @@ std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w
 std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
 // Deterministic JSON numbers: integers as such, doubles with 17 significant digits (round-trip),
-// non-finite as the strings "inf", "-inf", "nan" (JSON has no such numbers).
+// infinities as the strings "inf", "-inf" (JSON has no such numbers), NaN (not applicable: no
+// finite value was measured) as null.
 std::string json_num(double v) {
-  if (std::isnan(v)) return "\"nan\"";
+  if (std::isnan(v)) return "null";
   if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
   return fmt("%.17g", v);
 }
@@ -120,11 +129,33 @@ std::string json_histogram(const analysis::exponent_histogram& h) {
   return o + "}";
 }
 
+/// Median of the applicable (non-NaN) values; NaN when there is none.
 double median(std::vector<double> v) {
+  std::erase_if(v, [](double d) { return std::isnan(d); });
   if (v.empty()) return std::nan("");
   std::sort(v.begin(), v.end());
   const std::size_t m = v.size() / 2;
   return v.size() % 2 ? v[m] : 0.5 * (v[m - 1] + v[m]);
+}
+
+/// Lowest applicable (non-NaN) value; NaN when there is none.
+double worst(const std::vector<double>& v) {
+  double w = std::nan("");
+  for (const double d : v)
+    if (!std::isnan(d) && !(d >= w)) w = d;
+  return w;
+}
+
+/// Index of the tensor with the lowest applicable SQNR under scheme k (0 if none applies).
+template <class Results>
+std::size_t worst_tensor(const Results& rs, std::size_t k) {
+  std::size_t w = rs.size();
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const double v = rs[i].stats[k].sqnr_db();
+    if (std::isnan(v)) continue;
+    if (w == rs.size() || v < rs[w].stats[k].sqnr_db()) w = i;
+  }
+  return w == rs.size() ? 0 : w;
 }
 
 std::string file_safe(std::string s) {
@@ -139,13 +170,11 @@ tensor_result analyze_one(const tensor_source& src, const std::vector<named_sche
   tensor_result r;
   r.source = src;
   const loaded_tensor t = load_tensor(src);
+  r.float32_overflows = t.float32_overflows;  // reported (stderr, JSON), not silently Inf
   r.shape = t.shape, r.dtype = t.dtype, r.rows = t.rows, r.cols = t.cols;
   r.amax = finite_amax(t.values);
-  const int amax_e = r.amax > 0 ? std::ilogb(r.amax) : 0;
-  for (const float v : t.values) {
-    r.exponents.add(v);
-    if (std::isfinite(v) && v != 0) r.relative_exponents.add(std::ldexp(1.0, std::ilogb(v) - amax_e));
-  }
+  for (const float v : t.values) r.exponents.add(v);
+  r.relative_exponents = analysis::relative_exponents(t.values);
   r.stats = analysis::analyze_matrix(t.values, t.rows, t.cols, schemes);
   return r;
 }
@@ -177,10 +206,13 @@ std::vector<tensor_result> analyze_all(const std::vector<tensor_source>& sources
 // --- outputs ---------------------------------------------------------------------------------
 
 void print_table(std::ostream& out, const std::vector<tensor_result>& rs, const std::vector<named_scheme>& schemes) {
+  // Names come from file names and safetensors headers: control characters print as \xNN.
+  std::vector<std::string> names;
+  for (const auto& r : rs) names.push_back(terminal_text(r.source.name));
   std::size_t name_w = 6, shape_w = 5;
-  for (const auto& r : rs) {
-    name_w = std::max(name_w, std::min<std::size_t>(r.source.name.size(), 40));
-    shape_w = std::max(shape_w, shape_string(r.shape).size());
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    name_w = std::max(name_w, std::min<std::size_t>(names[i].size(), 40));
+    shape_w = std::max(shape_w, shape_string(rs[i].shape).size());
   }
   constexpr std::size_t sq_w = 6, zr_w = 7, gap = 2;
   const std::size_t group_w = sq_w + zr_w + 1;
@@ -197,8 +229,9 @@ void print_table(std::ostream& out, const std::vector<tensor_result>& rs, const 
   out << h1 << '\n' << h2 << '\n' << h3 << '\n';
   const std::string rule(h3.size(), '-');
   out << rule << '\n';
-  for (const auto& r : rs) {
-    std::string name = r.source.name.size() > 40 ? r.source.name.substr(0, 39) + "~" : r.source.name;
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    const auto& r = rs[i];
+    const std::string name = names[i].size() > 40 ? names[i].substr(0, 39) + "~" : names[i];
     std::string line = pad_right(name, name_w) + " " + pad_left(shape_string(r.shape), shape_w);
     for (const auto& s : r.stats)
       line += std::string(gap, ' ') + pad_left(sqnr_cell(s.sqnr_db()), sq_w) + " " + pad_left(zero_cell(s), zr_w);
@@ -206,32 +239,39 @@ void print_table(std::ostream& out, const std::vector<tensor_result>& rs, const 
   }
   out << rule << '\n';
   std::string med = pad_right("median", name_w) + " " + pad_left("", shape_w);
-  std::string worst = pad_right("worst", name_w) + " " + pad_left("", shape_w);
+  std::string low = pad_right("worst", name_w) + " " + pad_left("", shape_w);
   for (std::size_t k = 0; k < schemes.size(); ++k) {
     std::vector<double> sq, zr;
     for (const auto& r : rs) sq.push_back(r.stats[k].sqnr_db()), zr.push_back(100.0 * r.stats[k].zero_rate());
     const double zmed = median(zr), zmax = zr.empty() ? 0 : *std::max_element(zr.begin(), zr.end());
-    auto zcell = [](double p) { return p == 0 ? std::string("0") : p < 0.01 ? std::string("<0.01") : fmt("%.2f", p); };
+    auto zcell = [](double p) {
+      return std::isnan(p) ? std::string("n/a") : p == 0 ? std::string("0") : p < 0.01 ? std::string("<0.01") : fmt("%.2f", p);
+    };
     med += std::string(gap, ' ') + pad_left(sqnr_cell(median(sq)), sq_w) + " " + pad_left(zcell(zmed), zr_w);
-    worst += std::string(gap, ' ') + pad_left(sqnr_cell(sq.empty() ? std::nan("") : *std::min_element(sq.begin(), sq.end())), sq_w) +
-             " " + pad_left(zcell(zmax), zr_w);
+    low += std::string(gap, ' ') + pad_left(sqnr_cell(worst(sq)), sq_w) + " " + pad_left(zcell(zmax), zr_w);
   }
-  out << med << '\n' << worst << '\n';
-  out << "\nSQNR = 10 log10(sum x^2 / sum (x - q)^2) in dB (inf: exact); zero% = non-zero inputs that quantize to 0.\n";
+  out << med << '\n' << low << '\n';
+  std::size_t na = 0;
+  for (const auto& r : rs)
+    if (!r.stats.empty() && r.stats[0].finite_count == 0) ++na;
+  out << "\nSQNR = 10 log10(sum x^2 / sum (x - q)^2) in dB (inf: exact; n/a: no finite value to measure); zero% = "
+         "non-zero inputs that quantize to 0.\n";
+  if (na != 0)
+    out << na << " of " << rs.size() << " tensors hold no finite value (empty, all NaN or all Inf): SQNR n/a, left out "
+        << "of median and worst.\n";
   out << "worst = lowest SQNR and highest zero% over the tensors. Lowest SQNR per scheme:\n";
   for (std::size_t k = 0; k < schemes.size() && !rs.empty(); ++k) {
-    std::size_t w = 0;
-    for (std::size_t i = 1; i < rs.size(); ++i)
-      if (rs[i].stats[k].sqnr_db() < rs[w].stats[k].sqnr_db()) w = i;
-    out << "  " << pad_right(schemes[k].name, 24) << " " << rs[w].source.name << " (" << sqnr_cell(rs[w].stats[k].sqnr_db())
-        << " dB)\n";
+    const std::size_t w = worst_tensor(rs, k);
+    out << "  " << pad_right(schemes[k].name, 24) << " " << names[w] << " (" << sqnr_cell(rs[w].stats[k].sqnr_db())
+        << (std::isnan(rs[w].stats[k].sqnr_db()) ? ")\n" : " dB)\n");
   }
 }
 
-void write_json(const fs::path& path, const std::vector<tensor_result>& rs, const std::vector<named_scheme>& schemes,
-                const std::vector<std::string>& skipped) {
+std::string json_report(const std::vector<tensor_result>& rs, const std::vector<named_scheme>& schemes,
+                        const std::vector<std::string>& skipped) {
   std::string o = "{\n  \"tool\": \"minifloat analyze\",\n  \"version\": \"" MINIFLOAT_VERSION_STRING "\",\n";
-  o += "  \"metrics\": {\"sqnr_db\": \"10 log10(sum x^2 / sum (x - q)^2) over finite inputs; 'inf' = exact\", "
+  o += "  \"metrics\": {\"sqnr_db\": \"10 log10(sum x^2 / sum (x - q)^2) over finite inputs; 'inf' = exact, null = no finite "
+       "input (nothing measured)\", "
        "\"zero_rate\": \"zero_count / nonzero_count\", \"overflow_count\": \"|x/s| at or past the overflow threshold "
        "(clipped)\", \"underflow_count\": \"non-zero x with |x/s| below the smallest normal\", \"classes\": \"share of "
        "non-zero finite inputs per precision class of the format, after scaling\", \"exponents\": \"floor(log2 |x|) -> "
@@ -260,7 +300,8 @@ void write_json(const fs::path& path, const std::vector<tensor_result>& rs, cons
     }
     o += "], \"matrix\": [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "], \"amax\": " + json_num(r.amax) +
          ", \"zeros\": " + std::to_string(r.exponents.zeros()) + ", \"nonfinite\": " +
-         std::to_string(r.exponents.nonfinite()) + ",\n     \"exponents\": " + json_histogram(r.exponents) +
+         std::to_string(r.exponents.nonfinite()) + ", \"float32_overflows\": " + std::to_string(r.float32_overflows) +
+         ",\n     \"exponents\": " + json_histogram(r.exponents) +
          ",\n     \"results\": {\n";
     for (std::size_t k = 0; k < schemes.size(); ++k) {
       const auto& s = r.stats[k];
@@ -285,15 +326,16 @@ void write_json(const fs::path& path, const std::vector<tensor_result>& rs, cons
   o += "  ],\n  \"summary\": {\n";
   for (std::size_t k = 0; k < schemes.size(); ++k) {
     std::vector<double> sq, zr;
-    std::size_t w = 0;
+    std::size_t na = 0;
     for (std::size_t i = 0; i < rs.size(); ++i) {
       sq.push_back(rs[i].stats[k].sqnr_db()), zr.push_back(rs[i].stats[k].zero_rate());
-      if (rs[i].stats[k].sqnr_db() < rs[w].stats[k].sqnr_db()) w = i;
+      if (rs[i].stats[k].finite_count == 0) ++na;
     }
+    const std::size_t w = worst_tensor(rs, k);
     fidelity_stats pooled(analysis::profile_of(schemes[k].scheme.format));
     for (const auto& r : rs) pooled.merge(r.stats[k]);
     o += "    " + json_str(schemes[k].name) + ": {\"median_sqnr_db\": " + json_num(median(sq)) +
-         ", \"worst_sqnr_db\": " + json_num(sq.empty() ? std::nan("") : *std::min_element(sq.begin(), sq.end())) +
+         ", \"worst_sqnr_db\": " + json_num(worst(sq)) + ", \"na_tensors\": " + std::to_string(na) +
          ", \"worst_tensor\": " + json_str(rs.empty() ? "" : rs[w].source.name) + ", \"median_zero_rate\": " +
          json_num(median(zr)) + ", \"max_zero_rate\": " + json_num(zr.empty() ? 0 : *std::max_element(zr.begin(), zr.end())) +
          ", \"pooled_sqnr_db\": " + json_num(pooled.sqnr_db()) + ", \"pooled_zero_rate\": " + json_num(pooled.zero_rate()) +
@@ -306,12 +348,10 @@ void write_json(const fs::path& path, const std::vector<tensor_result>& rs, cons
     o += json_str(skipped[i]);
   }
   o += "]\n}\n";
-  std::ofstream f(path, std::ios::binary);
-  f << o;
-  if (!f) throw io_error(path.string() + ": cannot write the JSON report");
+  return o;
 }
 
-void write_csv(const fs::path& path, const std::vector<tensor_result>& rs, const std::vector<named_scheme>& schemes) {
+std::string csv_report(const std::vector<tensor_result>& rs, const std::vector<named_scheme>& schemes) {
   std::string o =
       "tensor,file,tensor_name,dtype,shape,rows,cols,scheme,scheme_string,count,finite_count,nonzero_count,sqnr_db,mse,"
       "max_abs_error,max_rel_error,zero_count,zero_rate,overflow_count,underflow_count,nan_count,nonfinite_inputs,"
@@ -323,7 +363,9 @@ void write_csv(const fs::path& path, const std::vector<tensor_result>& rs, const
       std::string shares;
       for (std::size_t c = 0; c < p.classes.size(); ++c)
         shares += (c ? ";" : "") + p.classes[c].label + "=" + fmt("%.6g", s.class_share(c));
-      auto num = [](double v) { return std::isinf(v) ? std::string(v > 0 ? "inf" : "-inf") : fmt("%.17g", v); };
+      auto num = [](double v) {
+        return std::isnan(v) ? std::string("n/a") : std::isinf(v) ? std::string(v > 0 ? "inf" : "-inf") : fmt("%.17g", v);
+      };
       o += csv_field(r.source.name) + "," + csv_field(r.source.file.generic_string()) + "," + csv_field(r.source.tensor) +
            "," + r.dtype + "," + shape_string(r.shape) + "," + std::to_string(r.rows) + "," + std::to_string(r.cols) + "," +
            csv_field(schemes[k].name) + "," + csv_field(to_scheme_string(schemes[k].scheme)) + "," +
@@ -333,42 +375,41 @@ void write_csv(const fs::path& path, const std::vector<tensor_result>& rs, const
            std::to_string(s.underflow_count) + "," + std::to_string(s.nan_count) + "," +
            std::to_string(s.nonfinite_inputs) + "," + csv_field(shares) + "\n";
     }
-  std::ofstream f(path, std::ios::binary);
-  f << o;
-  if (!f) throw io_error(path.string() + ": cannot write the CSV report");
+  return o;
 }
 
-void write_text(const fs::path& path, const std::string& text) {
-  std::ofstream f(path, std::ios::binary);
-  f << text;
-  if (!f) throw io_error(path.string() + ": cannot write");
+/// The file names write_svgs produces, in order (known before any data is read, so they can be
+/// checked against the inputs).
+std::vector<std::string> svg_names(const std::vector<named_scheme>& schemes) {
+  std::vector<std::string> v{"sqnr.svg", "zero_rate.svg", "significand_bits.svg"};
+  for (const auto& s : schemes) v.push_back("precision_" + file_safe(s.name) + ".svg");
+  return v;
 }
 
-std::vector<std::string> write_svgs(const fs::path& dir, const std::vector<tensor_result>& rs,
+/// Stages the SVG plots in `dir` (created if needed); returns their file names.
+std::vector<std::string> write_svgs(output_batch& out, const fs::path& dir, const std::vector<tensor_result>& rs,
                                     const std::vector<named_scheme>& schemes) {
-  std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) throw io_error(dir.string() + ": cannot create the SVG folder (" + ec.message() + ")");
-  std::vector<std::string> written;
+  out.create_directories(dir);
+  const std::vector<std::string> files = svg_names(schemes);
   std::vector<std::string> names;
   for (const auto& r : rs) names.push_back(r.source.name);
 
   {  // 1. SQNR per tensor
-    analysis::svg::chart c;
+    svg::chart c;
     c.title = "SQNR per tensor";
-    c.subtitle = "10 log10(sum x^2 / sum (x - q)^2); higher is better; open markers on the top edge = exact (inf)";
+    c.subtitle = "10 log10(sum x^2 / sum (x - q)^2); higher is better; open markers on the top edge = exact (inf); "
+                 "gaps = n/a (no finite value)";
     c.y_label = "SQNR (dB)";
     c.categories = names;
     for (std::size_t k = 0; k < schemes.size(); ++k) {
-      analysis::svg::series s{schemes[k].name, {}, "", false};
+      svg::series s{schemes[k].name, {}, "", false};
       for (const auto& r : rs) s.y.push_back(r.stats[k].sqnr_db());
       c.lines.push_back(std::move(s));
     }
-    write_text(dir / "sqnr.svg", c.render());
-    written.push_back("sqnr.svg");
+    out.stage(dir / files[0], c.render());
   }
   {  // 2. zero-rate per tensor (log scale)
-    analysis::svg::chart c;
+    svg::chart c;
     c.title = "Zero-rate per tensor";
     c.subtitle = "share of non-zero inputs that quantize to 0 (log scale; the bottom edge is 0)";
     c.y_label = "zero-rate (%)";
@@ -376,7 +417,7 @@ std::vector<std::string> write_svgs(const fs::path& dir, const std::vector<tenso
     c.log_y = true;
     double lo = 1e9;
     for (std::size_t k = 0; k < schemes.size(); ++k) {
-      analysis::svg::series s{schemes[k].name, {}, "", false};
+      svg::series s{schemes[k].name, {}, "", false};
       for (const auto& r : rs) {
         const double z = 100.0 * r.stats[k].zero_rate();
         s.y.push_back(z);
@@ -385,61 +426,34 @@ std::vector<std::string> write_svgs(const fs::path& dir, const std::vector<tenso
       c.lines.push_back(std::move(s));
     }
     c.y_range = std::pair{std::min(lo, 1e-3), 100.0};
-    write_text(dir / "zero_rate.svg", c.render());
-    written.push_back("zero_rate.svg");
+    out.stage(dir / files[1], c.render());
   }
+  // 3. and 4.: exponent charts, computed by the library (analysis/plots.hpp)
+  auto exponent_chart = [](const analysis::exponent_plot& p, svg::chart& c) {
+    c.steps = true;
+    for (const int e : p.x) c.x.push_back(e);
+    c.bars = p.bars;
+    c.bar_label = "share of values";
+    for (const auto& l : p.lines) c.lines.push_back({l.name, l.y, "", false});
+    c.y_range = std::pair{0.0, p.y_max};
+  };
   {  // 3. significand bits vs exponent relative to the amax binade, all formats aligned
-    analysis::svg::chart c;
+    analysis::exponent_histogram rel;
+    for (const auto& r : rs) rel.merge(r.relative_exponents);
+    svg::chart c;
     c.title = "Effective significand bits vs binary exponent, after scaling";
     c.subtitle = "x = floor(log2 |x|) relative to the scale group's amax binade (0 = where amax lands); "
                  "bars: the analysed values, relative to their tensor's amax";
     c.x_label = "binary exponent relative to amax";
     c.y_label = "significand bits (1 + mantissa bits)";
-    c.steps = true;
-    struct curve {
-      format_id format;
-      int align;
-      std::string label;
-    };
-    std::vector<curve> curves;
-    for (const auto& s : schemes) {
-      const auto align = analysis::amax_binade_after_scaling(s.scheme);
-      if (!align) continue;
-      auto it = std::find_if(curves.begin(), curves.end(),
-                             [&](const curve& cv) { return cv.format == s.scheme.format && cv.align == *align; });
-      if (it == curves.end()) curves.push_back({s.scheme.format, *align, s.name});
-      else it->label += ", " + s.name;
-    }
-    int lo = 0, hi = 0;
-    for (const auto& cv : curves) {
-      const auto& p = analysis::profile_of(cv.format);
-      lo = std::min(lo, p.min_binade - cv.align - 1), hi = std::max(hi, p.max_binade - cv.align + 1);
-    }
-    lo = std::max(lo, -40);
-    for (int e = lo; e <= hi; ++e) c.x.push_back(e);
-    {
-      analysis::exponent_histogram rel;
-      for (const auto& r : rs) rel.merge(r.relative_exponents);
-      const double total = static_cast<double>(rel.total());
-      for (int e = lo; e <= hi; ++e) c.bars.push_back(total > 0 ? static_cast<double>(rel.count(e)) / total : 0.0);
-      c.bar_label = "share of values";
-    }
-    for (const auto& cv : curves) {
-      const auto& p = analysis::profile_of(cv.format);
-      analysis::svg::series s{cv.label, {}, "", false};
-      for (int e = lo; e <= hi; ++e) s.y.push_back(p.bits_at(e + cv.align));
-      c.lines.push_back(std::move(s));
-    }
-    c.y_range = std::pair{0.0, 5.0};
-    write_text(dir / "significand_bits.svg", c.render());
-    written.push_back("significand_bits.svg");
+    exponent_chart(analysis::significand_bits_plot(schemes, rel), c);
+    out.stage(dir / files[2], c.render());
   }
-  // 4. one chart per scheme: the format's bits over its own exponents, and where the scaled values fall
-  for (std::size_t k = 0; k < schemes.size(); ++k) {
+  for (std::size_t k = 0; k < schemes.size(); ++k) {  // 4. where the scaled values land, per scheme
     const auto& p = analysis::profile_of(schemes[k].scheme.format);
     fidelity_stats pooled(p);
     for (const auto& r : rs) pooled.merge(r.stats[k]);
-    analysis::svg::chart c;
+    svg::chart c;
     c.title = "Where the values land in " + p.name + " under " + schemes[k].name;
     std::string shares;
     for (std::size_t cl = 0; cl < p.classes.size(); ++cl)
@@ -447,39 +461,19 @@ std::vector<std::string> write_svgs(const fs::path& dir, const std::vector<tenso
     c.subtitle = "all tensors pooled: " + shares;
     c.x_label = "binary exponent of x / s (the format's own exponent)";
     c.y_label = "significand bits";
-    c.steps = true;
-    const int lo = std::max(p.min_binade - 6, -60), hi = p.max_binade + 3;
-    for (int e = lo; e <= hi; ++e) c.x.push_back(e);
-    const double total = static_cast<double>(pooled.scaled_exponents.total());
-    for (int e = lo; e <= hi; ++e) {
-      // The end bins also hold what lies beyond the plotted range.
-      std::uint64_t n = pooled.scaled_exponents.count(e);
-      if (e == lo)
-        for (int f = analysis::exponent_histogram::min_exponent; f < lo; ++f) n += pooled.scaled_exponents.count(f);
-      if (e == hi)
-        for (int f = hi + 1; f <= analysis::exponent_histogram::max_exponent; ++f) n += pooled.scaled_exponents.count(f);
-      c.bars.push_back(total > 0 ? static_cast<double>(n) / total : 0.0);
-    }
-    c.bar_label = "share of values";
-    analysis::svg::series s{p.name + " significand bits", {}, "", false};
-    for (int e = lo; e <= hi; ++e) s.y.push_back(p.bits_at(e));
-    c.lines.push_back(std::move(s));
-    c.y_range = std::pair{0.0, std::max(5.0, std::ceil(*std::max_element(p.significand_bits.begin(), p.significand_bits.end())) + 1)};
-    const std::string file = "precision_" + file_safe(schemes[k].name) + ".svg";
-    write_text(dir / file, c.render());
-    written.push_back(file);
+    exponent_chart(analysis::landing_plot(p, pooled), c);
+    out.stage(dir / files[3 + k], c.render());
   }
-  return written;
+  return files;
 }
 
 }  // namespace
 
-int cmd_analyze(const argv_t& argv) {
+analyze_request parse_analyze(const argv_t& argv) {
   args a(argv, {"schemes", "json", "csv", "svg"}, {"quiet"});
   constexpr auto usage = "minifloat analyze PATH... [--schemes LIST] [--json FILE] [--csv FILE] [--svg DIR] [--quiet]";
   if (a.positional().empty()) throw usage_error(std::string("expected at least one PATH; usage: ") + usage);
-
-  std::vector<named_scheme> schemes;
+  analyze_request req;
   if (auto list = a.get("schemes")) {
     std::string_view rest = *list;
     while (true) {
@@ -489,47 +483,89 @@ int cmd_analyze(const argv_t& argv) {
       while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
       if (item.empty()) throw usage_error("--schemes has an empty entry; expected a comma-separated list of schemes");
       try {
-        schemes.push_back(parse_scheme(item));
+        req.schemes.push_back(parse_scheme(item));
       } catch (const std::invalid_argument& e) {
-        throw usage_error(e.what());
+        throw usage_error(terminal_text(e.what()));
       }
+      check_scheme(req.schemes.back().scheme, "scheme '" + terminal_text(item) + "': ");
       if (comma == std::string_view::npos) break;
       rest = rest.substr(comma + 1);
     }
   } else {
-    schemes = analysis::default_schemes();
+    req.schemes = analysis::default_schemes();
   }
-  for (std::size_t i = 0; i < schemes.size(); ++i)
+  for (std::size_t i = 0; i < req.schemes.size(); ++i)
     for (std::size_t j = 0; j < i; ++j)
-      if (schemes[i].scheme == schemes[j].scheme)
-        throw usage_error("--schemes lists " + schemes[i].name + " twice");
+      if (req.schemes[i].scheme == req.schemes[j].scheme)
+        throw usage_error("--schemes lists " + req.schemes[i].name + " twice");
+  req.paths = a.positional();
+  req.json = a.get("json");
+  req.csv = a.get("csv");
+  req.svg = a.get("svg");
+  for (const auto* o : {&req.json, &req.csv, &req.svg})
+    if (*o && o->value().empty()) throw usage_error("an output path is empty; expected --json FILE, --csv FILE, --svg DIR");
+  req.quiet = a.flag("quiet");
+  return req;
+}
 
+int run_analyze(const analyze_request& req) {
   const auto start = std::chrono::steady_clock::now();
+  const std::vector<fs::path> files = expand_tensor_paths(req.paths);
+  std::vector<role_path> inputs, outputs;
+  for (const auto& f : files) inputs.push_back({"the input", f});
+  if (req.json) outputs.push_back({"--json", *req.json});
+  if (req.csv) outputs.push_back({"--csv", *req.csv});
+  if (req.svg)
+    for (const auto& n : svg_names(req.schemes)) outputs.push_back({"--svg " + *req.svg, fs::path(*req.svg) / n});
+  check_distinct_paths(inputs, outputs);
+
   std::vector<std::string> skipped;
-  const auto sources = list_tensor_sources(expand_tensor_paths(a.positional()), &skipped);
-  for (const auto& s : skipped) std::cerr << "minifloat analyze: skipped " << s << ": not a floating-point tensor\n";
-  if (sources.empty()) throw io_error("no floating-point tensor found in the given paths");
-  const auto results = analyze_all(sources, schemes);
+  const auto sources = list_tensor_sources(files, &skipped);
+  if (sources.empty()) {
+    std::string why = "no floating-point tensor found in the given paths";
+    if (!skipped.empty()) why += " (skipped: " + terminal_text(skipped.front()) + (skipped.size() > 1 ? ", ..." : "") + ")";
+    throw io_error(why + "; expected a float32, float64, float16, bfloat16 or FP8 tensor");
+  }
+  for (const auto& s : skipped)
+    std::cerr << "minifloat analyze: skipped " << terminal_text(s) << ": not a floating-point tensor\n";
+  const auto results = analyze_all(sources, req.schemes);
+  for (const auto& r : results)
+    if (r.float32_overflows != 0)
+      std::cerr << "minifloat analyze: note: " << terminal_text(r.source.name) << ": " << r.float32_overflows
+                << " float64 values lie beyond float32's range; they are analysed as +-Inf (non-finite, "
+                   "left out of the sums)\n";
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  if (auto j = a.get("json")) write_json(*j, results, schemes, skipped);
-  if (auto c = a.get("csv")) write_csv(*c, results, schemes);
+  output_batch out;
+  if (req.json) out.stage(*req.json, json_report(results, req.schemes, skipped));
+  if (req.csv) out.stage(*req.csv, csv_report(results, req.schemes));
   std::vector<std::string> svgs;
-  if (auto d = a.get("svg")) svgs = write_svgs(*d, results, schemes);
+  if (req.svg) svgs = write_svgs(out, *req.svg, results, req.schemes);
+  out.commit();
 
-  if (!a.flag("quiet")) {
-    std::size_t elements = 0;
-    for (const auto& r : results) elements += r.rows * r.cols;
-    std::cout << "minifloat analyze: " << results.size() << " tensors (" << elements << " values) x " << schemes.size()
-              << " schemes in " << fmt("%.2f", seconds) << " s\n\n";
-    print_table(std::cout, results, schemes);
-    if (!svgs.empty()) {
-      std::cout << "\nSVG plots in " << *a.get("svg") << ":";
-      for (const auto& s : svgs) std::cout << ' ' << s;
-      std::cout << '\n';
+  if (!req.quiet) {
+    std::size_t elements = 0, na = 0;
+    for (const auto& r : results) {
+      elements += r.rows * r.cols;
+      if (!r.stats.empty() && r.stats[0].finite_count == 0) ++na;
     }
+    std::string text = "minifloat analyze: " + std::to_string(results.size()) + " tensors (" + std::to_string(elements) +
+                       " values) x " + std::to_string(req.schemes.size()) + " schemes in " + fmt("%.2f", seconds) + " s";
+    if (na != 0) text += "; " + std::to_string(na) + " without a finite value (SQNR n/a)";
+    std::ostringstream table;
+    print_table(table, results, req.schemes);
+    text += "\n\n" + table.str();
+    if (!svgs.empty()) {
+      text += "\nSVG plots in " + terminal_text(*req.svg) + ":";
+      for (const auto& s : svgs) text += " " + s;
+      text += "\n";
+    }
+    std::cout << text << std::flush;
+    if (!std::cout) throw io_error("<stdout>: write failed; expected the table to be written");
   }
   return 0;
 }
+
+int cmd_analyze(const argv_t& argv) { return run_analyze(parse_analyze(argv)); }
 
 }  // namespace minifloat::cli

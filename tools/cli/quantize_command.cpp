@@ -1,19 +1,22 @@
 // minifloat quantize: scaled quantization of a .npy tensor; writes the fake-quantized floats and,
-// on request, the codes and scales.
+// on request, the codes and scales: all of them or (on any error) none.
+#include <minifloat/io/files.hpp>
 #include <minifloat/io/npy.hpp>
 #include <minifloat/io/tensor_files.hpp>
-#include <minifloat/all.hpp>
+
+#include <minifloat/formats/format_list.hpp>
 #include <minifloat/quant/quantized_tensor.hpp>
+#include <minifloat/quant/scales.hpp>
 
 #include <cmath>
 #include <cstdio>
 #include <iostream>
-#include <numeric>
 #include <string>
 #include <vector>
 
 #include "commands.hpp"
 #include "format_args.hpp"
+#include "paths.hpp"
 
 namespace minifloat::cli {
 namespace {
@@ -28,21 +31,57 @@ std::pair<std::size_t, std::size_t> parse_block(const std::string& text) {
   return {r, c};
 }
 
+/// SQNR in dB over the finite inputs; NaN when there is none (printed "n/a").
 double sqnr_db(std::span<const float> x, std::span<const float> y) {
   double signal = 0, noise = 0;
+  std::size_t finite = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (!std::isfinite(x[i])) continue;
+    ++finite;
     const double d = static_cast<double>(x[i]) - static_cast<double>(y[i]);
     signal += static_cast<double>(x[i]) * x[i];
     noise += d * d;
   }
+  if (finite == 0) return NAN;
   if (noise == 0) return INFINITY;
+  if (signal == 0) return -INFINITY;
   return 10.0 * std::log10(signal / noise);
+}
+
+/// A value for a message: 9 significant digits (a float round-trips), powers of two as 2^k.
+std::string brief(double v) {
+  int e = 0;
+  if (std::isfinite(v) && v > 0 && std::frexp(v, &e) == 0.5) return "2^" + std::to_string(e - 1);
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%.9g", v);
+  return buf;
+}
+
+/// Finite input, non-finite output is never a valid result: it is refused with the value, the
+/// group's scale and the way out, rather than written.
+void check_finite_outputs(std::span<const float> x, std::span<const float> y, const quantized_tensor& q,
+                          const std::string& in_path) {
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    if (!std::isfinite(x[i]) || std::isfinite(y[i])) continue;
+    const std::size_t r = q.cols() == 0 ? 0 : i / q.cols(), c = q.cols() == 0 ? 0 : i % q.cols();
+    std::string scale;
+    if (q.scheme().gran != granularity::mx) {
+      const auto v = q.view();
+      const auto [tr, tc] = minifloat::detail::scale_tile(q.scheme(), q.rows(), q.cols());
+      scale = ", scale " + brief(static_cast<double>(q.scales()[(r / tr) * v.scale_grid_cols() + c / tc]));
+    }
+    throw io_error(terminal_text(in_path) + ": the finite input " + brief(static_cast<double>(x[i])) +
+                   " at element (" + std::to_string(r) + ", " + std::to_string(c) + ") (amax " +
+                   brief(static_cast<double>(finite_amax(x))) + scale + ") dequantizes to " +
+                   brief(static_cast<double>(y[i])) + " under " + q.scheme().describe() +
+                   ": code times scale overflows float32; expected finite outputs (use --scale-rule max, or a "
+                   "lower --target / higher --n-guard)");
+  }
 }
 
 }  // namespace
 
-int cmd_quantize(const argv_t& argv) {
+quantize_request parse_quantize(const argv_t& argv) {
   args a(argv, {"format", "granularity", "block", "axis", "scale-rule", "target", "n-guard", "round", "codes", "scales",
           "flatten", "seed"},
          {"quiet"});
@@ -55,12 +94,14 @@ int cmd_quantize(const argv_t& argv) {
   const auto gran_name = a.get("granularity");
   if (!fmt_name) throw usage_error(std::string("--format is required; usage: ") + usage);
   if (!gran_name) throw usage_error(std::string("--granularity is required; usage: ") + usage);
-  const auto fmt = parse_format(*fmt_name);
-  if (!fmt) throw usage_error("unknown format '" + *fmt_name + "'; expected one of: " + format_names());
+  const format_id fmt = parse_format_name(*fmt_name);
   const auto gran = parse_granularity(*gran_name);
-  if (!gran) throw usage_error("unknown granularity '" + *gran_name + "'; expected tensor, channel, token, block or mx");
+  if (!gran)
+    throw usage_error("unknown granularity '" + *gran_name + "'; expected tensor, channel, token, block or mx");
 
-  quant_scheme s = quant_scheme::make(*fmt, *gran);
+  quantize_request req;
+  quant_scheme& s = req.scheme;
+  s = quant_scheme::make(fmt, *gran);
   if (auto b = a.get("block")) {
     if (s.gran != granularity::block) throw usage_error("--block applies to --granularity block only");
     std::tie(s.block_rows, s.block_cols) = parse_block(*b);
@@ -79,7 +120,12 @@ int cmd_quantize(const argv_t& argv) {
   }
   if (a.get("target") && a.get("n-guard")) throw usage_error("give --target or --n-guard, not both");
   if (auto t = a.get("target")) s.target = parse_integer<int>(*t, "--target");
-  if (auto g = a.get("n-guard")) s.target = pow2_target_from_guard(parse_integer<int>(*g, "--n-guard"));
+  if (auto g = a.get("n-guard")) {
+    const int n = parse_integer<int>(*g, "--n-guard");
+    if (n < -1000 || n > 1000)
+      throw usage_error("--n-guard " + *g + " is outside every format's range; expected a guard such as 11 (hifloat8: 0 to 37)");
+    s.target = pow2_target_from_guard(n);
+  }
   if ((a.get("target") || a.get("n-guard")) && s.rule != scale_rule::pow2)
     throw usage_error("--target/--n-guard apply to --scale-rule pow2 only");
   s.round = parse_round_option(a);
@@ -87,56 +133,92 @@ int cmd_quantize(const argv_t& argv) {
     if (s.round != rounding::stochastic) throw usage_error("--seed is only used with --round stochastic");
     s.seed = parse_integer<std::uint64_t>(*seed, "--seed");
   }
-  try {
-    s.validate();
-  } catch (const std::invalid_argument& e) {
-    throw usage_error(e.what());
-  }
+  check_scheme(s, "");
 
-  const std::string& in_path = a.positional()[0];
-  const npy_array in = read_npy(in_path);
-  const std::vector<float> x = to_float32(in);
-  // 1-D is one row; N-D is (prod(leading), last) unless --flatten first asks for (first, prod(rest)).
   const std::string flatten = a.get_or("flatten", "last");
   if (flatten != "last" && flatten != "first") throw usage_error("--flatten must be last or first, got '" + flatten + "'");
-  const auto [rows, cols] =
-      matrix_shape(in.shape, flatten == "first" ? flatten_mode::first_axis : flatten_mode::last_axis);
+  req.flatten = flatten == "first" ? flatten_choice::first : flatten_choice::last;
+  req.in = a.positional()[0];
+  req.out = a.positional()[1];
+  req.codes = a.get("codes");
+  req.scales = a.get("scales");
+  req.quiet = a.flag("quiet");
+  return req;
+}
+
+int run_quantize(const quantize_request& req) {
+  const quant_scheme& s = req.scheme;
+  std::vector<role_path> outputs{{"OUT", req.out}};
+  if (req.codes) outputs.push_back({"--codes", *req.codes});
+  if (req.scales) outputs.push_back({"--scales", *req.scales});
+  check_distinct_paths({{"IN", req.in}}, outputs);
+
+  const npy_array in = read_npy(req.in);
+  if (!npy_is_float(in.dtype))
+    throw io_error(terminal_text(req.in) + ": dtype '" + std::string(npy_descr(in.dtype)) + "' (" +
+                   std::string(npy_dtype_name(in.dtype)) + ") is not floating point; expected '<f4', '<f8' or '<f2'");
+  std::size_t overflows = 0;
+  const std::vector<float> x = to_float32(in, req.in, &overflows);
+  if (overflows != 0) {
+    const auto d = in.as<double>();
+    std::size_t i = 0;
+    while (i < d.size() && !(std::isfinite(d[i]) && std::isinf(x[i]))) ++i;
+    throw io_error(terminal_text(req.in) + ": float64 value " + brief(d[i]) + " at element " + std::to_string(i) +
+                   " does not fit float32 (" + std::to_string(overflows) +
+                   " such values); expected values within +-3.40282347e+38");
+  }
+  // 1-D is one row; N-D is (prod(leading), last) unless --flatten first asks for (first, prod(rest)).
+  const auto [rows, cols] = matrix_shape(
+      in.shape, req.flatten == flatten_choice::first ? flatten_mode::first_axis : flatten_mode::last_axis);
+  // An empty tensor (a zero extent, however large the others) quantizes to empty codes and an
+  // empty scale grid at once: no loop runs over its rows.
   // The one engine on its widest ISA path, both cores (the same bits on every path and split).
   const quantize_options opts{.threads = 0};
-  const quantized_tensor q = quantize(x, rows, cols, s, opts);
-  const std::vector<float> y = dequantize(q, opts);
-  write_npy(a.positional()[1], std::span<const std::size_t>(in.shape), y);
+  const quantized_tensor q = x.empty() ? quantized_tensor::from_parts(s, rows, cols, {}, {}, {})
+                                       : quantize(std::span<const float>(x), rows, cols, s, opts);
+  const std::vector<float> y = x.empty() ? std::vector<float>{} : dequantize(q, opts);
+  check_finite_outputs(x, y, q, req.in);
 
-  if (auto codes_path = a.get("codes")) {
+  output_batch out;
+  write_npy(out, req.out, std::span<const std::size_t>(in.shape), y);
+  if (req.codes) {
     const int bits = visit_format(s.format, [](auto t) { return sizeof_bits<typename decltype(t)::type>; });
     if (bits > 8) {
       std::vector<std::uint16_t> c(rows * cols);
-      for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t r = 0; r < rows && cols != 0; ++r)
         for (std::size_t j = 0; j < cols; ++j) c[r * cols + j] = static_cast<std::uint16_t>(q.code(r, j));
-      write_npy(*codes_path, std::span<const std::size_t>(in.shape), c);
+      write_npy(out, *req.codes, std::span<const std::size_t>(in.shape), c);
     } else if (bits == 4) {
       // float4_e2m1fn_x2: the last dimension holds ceil(cols / 2) bytes, element 2i in the low nibble.
       // Packing runs along matrix rows, so with --flatten first the codes are (rows, bytes).
       std::vector<std::size_t> shape = in.shape.empty() ? std::vector<std::size_t>{1} : in.shape;
-      if (flatten == "first" && shape.size() > 2) shape = {rows, cols};
+      if (req.flatten == flatten_choice::first && shape.size() > 2) shape = {rows, cols};
       shape.back() = (cols + 1) / 2;
-      write_npy(*codes_path, std::span<const std::size_t>(shape), q.codes());
+      write_npy(out, *req.codes, std::span<const std::size_t>(shape), q.codes());
     } else {
-      write_npy(*codes_path, std::span<const std::size_t>(in.shape), q.codes());
+      write_npy(out, *req.codes, std::span<const std::size_t>(in.shape), q.codes());
     }
   }
-  if (auto scales_path = a.get("scales")) {
+  if (req.scales) {
     const auto v = q.view();
     const std::array<std::size_t, 2> shape{v.scale_grid_rows(), v.scale_grid_cols()};
     if (s.gran == granularity::mx)
-      write_npy(*scales_path, std::span<const std::size_t>(shape), q.mx_scales());
+      write_npy(out, *req.scales, std::span<const std::size_t>(shape), q.mx_scales());
     else
-      write_npy(*scales_path, std::span<const std::size_t>(shape), q.scales());
+      write_npy(out, *req.scales, std::span<const std::size_t>(shape), q.scales());
   }
-  if (!a.flag("quiet")) {
-    std::printf("%s: %zux%zu -> %s: SQNR %.2f dB\n", in_path.c_str(), rows, cols, s.describe().c_str(), sqnr_db(x, y));
+  out.commit();
+  if (!req.quiet) {
+    const double db = sqnr_db(x, y);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%.2f dB", db);
+    const std::string cell = std::isnan(db) ? std::string("n/a (no finite value)") : std::isinf(db) ? (db > 0 ? "inf dB" : "-inf dB") : buf;
+    std::printf("%s: %zux%zu -> %s: SQNR %s\n", terminal_text(req.in).c_str(), rows, cols, s.describe().c_str(),
+                cell.c_str());
   }
   return 0;
 }
+
+int cmd_quantize(const argv_t& argv) { return run_quantize(parse_quantize(argv)); }
 
 }  // namespace minifloat::cli

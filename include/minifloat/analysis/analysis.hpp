@@ -58,3 +58,5 @@ inline constexpr std::string_view default_scheme_strings[] = {
 }
 
 }  // namespace minifloat::analysis
+
+#include "plots.hpp"  // what the plots of a report show (needs amax_binade_after_scaling above)

@@ -3,7 +3,9 @@
 // one streaming pass (no copy of either tensor is made):
 //
 //   SQNR       10 log10(sum x^2 / sum (x - q)^2) dB over the finite inputs; +inf when every
-//              finite input is reproduced exactly (and -inf when sum x^2 = 0 but q differs)
+//              finite input is reproduced exactly (and -inf when sum x^2 = 0 but q differs);
+//              NaN ("n/a") when there is no finite input at all (an empty, all-NaN or all-Inf
+//              tensor: nothing was measured, which is not an exact match)
 //   MSE        sum (x - q)^2 / (number of finite inputs)
 //   max abs    max |x - q|;  max rel = max |x - q| / |x| over finite non-zero x
 //   zero-rate  (finite non-zero x with q == 0) / (finite non-zero x)
@@ -152,8 +154,10 @@ struct fidelity_stats {
     scaled_exponents.merge(o.scaled_exponents);
   }
 
-  /// 10 log10(signal / noise) dB: +inf for an exact match, -inf for noise over zero signal.
+  /// 10 log10(signal / noise) dB: +inf for an exact match, -inf for noise over zero signal, NaN
+  /// (not applicable) without a single finite input.
   [[nodiscard]] double sqnr_db() const noexcept {
+    if (finite_count == 0) return std::numeric_limits<double>::quiet_NaN();
     if (noise_energy == 0) return std::numeric_limits<double>::infinity();
     if (signal_energy == 0) return -std::numeric_limits<double>::infinity();
     return 10.0 * std::log10(signal_energy / noise_energy);
@@ -218,6 +222,7 @@ struct fidelity_stats {
   if (profile.format != q.scheme.format)
     throw shape_error("measure: profile of " + profile.name + " for a tensor of " + std::string(to_string(q.scheme.format)));
   fidelity_stats s(profile);
+  if (q.rows == 0 || q.cols == 0) return s;  // nothing to measure, however large the other extent
   visit_format(q.scheme.format, [&](auto t) {
     using Elem = typename decltype(t)::type;
     constexpr int bits = sizeof_bits<Elem>;
@@ -245,9 +250,16 @@ struct fidelity_stats {
   return s;
 }
 
-/// Quantizes x under `scheme` and measures the result.
+/// Quantizes x under `scheme` and measures the result. An empty matrix (a zero extent, however
+/// large the other) measures nothing and returns at once.
 [[nodiscard]] inline fidelity_stats measure(matrix_view<const float> x, const quant_scheme& scheme,
                                             const format_profile& profile) {
+  if (x.rows == 0 || x.cols == 0) {
+    scheme.validate();
+    if (profile.format != scheme.format)
+      throw shape_error("measure: profile of " + profile.name + " for a scheme of " + std::string(to_string(scheme.format)));
+    return fidelity_stats(profile);
+  }
   return measure(x, quantize(x, scheme).view(), profile);
 }
 

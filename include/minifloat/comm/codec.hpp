@@ -22,6 +22,7 @@
 #include "../quant/scales.hpp"
 #include "../simd/bulk.hpp"
 #include "../simd/mx.hpp"
+#include "../simd/mx.hpp"
 #include "recipe.hpp"
 
 namespace minifloat::comm {
@@ -142,7 +143,7 @@ inline void decode_flat_chunk(std::span<const std::uint8_t> body, std::size_t le
       visit_mx_element(r.format, [&](auto e) {
         using Elem = decltype(e);
         const auto scales = body.subspan(c0 / mx_group, minifloat::detail::ceil_div(n, mx_group));
-        simd::check(simd::mx_dequantize(mx_tensor_view<Elem>(1, n, 1, mx_scale_rule::floor, codes, scales), out),
+        simd::check(simd::mx_dequantize<Elem>(codes, scales, 1, n, mx_tile::row32, out),
                     "comm: mx_dequantize");
       });
       return;
@@ -194,9 +195,8 @@ inline bool encode_flat(std::span<const float> x, const recipe& r, std::span<std
       if (n == 0) return bad;
       detail::visit_mx_element(r.format, [&](auto e) {
         using Elem = decltype(e);
-        simd::check(simd::mx_quantize_into<Elem>(x, mx_tensor_mutable_view<Elem>(1, n, 1, mx_scale_rule::floor, codes,
-                                                                                  body.first(sb))),
-                    "comm: mx_quantize_into");
+        simd::check(simd::mx_quantize<Elem>(x, 1, n, mx_tile::row32, scale_rule::floor, codes, body.first(sb)),
+                    "comm: mx_quantize");
       });
       return bad;
     }
@@ -275,9 +275,8 @@ inline bool encode_rows(std::span<const float> x, std::size_t rows, std::size_t 
       if (x.empty()) return bad;
       detail::visit_mx_element(r.format, [&](auto e) {
         using Elem = decltype(e);
-        simd::check(simd::mx_quantize_into<Elem>(x, mx_tensor_mutable_view<Elem>(rows, cols, 1, mx_scale_rule::floor,
-                                                                                  codes, body.first(sb))),
-                    "comm: mx_quantize_into");
+        simd::check(simd::mx_quantize<Elem>(x, rows, cols, mx_tile::row32, scale_rule::floor, codes, body.first(sb)),
+                    "comm: mx_quantize");
       });
       return bad;
   }
@@ -313,7 +312,7 @@ inline void decode_rows(std::span<const std::uint8_t> body, std::size_t rows, st
       if (out.empty()) return;
       detail::visit_mx_element(r.format, [&](auto e) {
         using Elem = decltype(e);
-        simd::check(simd::mx_dequantize(mx_tensor_view<Elem>(rows, cols, 1, mx_scale_rule::floor, codes, body.first(sb)), out),
+        simd::check(simd::mx_dequantize<Elem>(codes, body.first(sb), rows, cols, mx_tile::row32, out),
                     "comm: mx_dequantize");
       });
       return;

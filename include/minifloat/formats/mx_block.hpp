@@ -62,7 +62,7 @@ constexpr std::uint8_t mx_encode_scaled(float v, double inverse_scale) noexcept 
 
 /// Steps 1-2 over n values of any mx_input.
 template <mx_element Elem, class In>
-constexpr std::uint8_t mx_run_scale_code(const In* x, std::size_t n, mx_scale_rule rule) noexcept {
+constexpr std::uint8_t mx_run_scale_code(const In* x, std::size_t n, scale_rule rule) noexcept {
   std::uint32_t a = 0;
   for (std::size_t i = 0; i < n; ++i) {
     const std::uint32_t b = abs_bits(static_cast<float>(x[i]));
@@ -106,13 +106,13 @@ struct mx_block {
 
   /// Quantizes x.size() <= N values (a short block is fine: see the header comment).
   /// Throws shape_error if x holds more than N values.
-  [[nodiscard]] static constexpr mx_block quantize(std::span<const float> x, mx_scale_rule rule = mx_scale_rule::floor) {
+  [[nodiscard]] static constexpr mx_block quantize(std::span<const float> x, scale_rule rule = scale_rule::floor) {
     return quantize_impl(x, rule);
   }
-  [[nodiscard]] static constexpr mx_block quantize(std::span<const bfloat16> x, mx_scale_rule rule = mx_scale_rule::floor) {
+  [[nodiscard]] static constexpr mx_block quantize(std::span<const bfloat16> x, scale_rule rule = scale_rule::floor) {
     return quantize_impl(x, rule);
   }
-  [[nodiscard]] static constexpr mx_block quantize(std::span<const float16> x, mx_scale_rule rule = mx_scale_rule::floor) {
+  [[nodiscard]] static constexpr mx_block quantize(std::span<const float16> x, scale_rule rule = scale_rule::floor) {
     return quantize_impl(x, rule);
   }
 
@@ -138,7 +138,7 @@ struct mx_block {
 
  private:
   template <class In>
-  static constexpr mx_block quantize_impl(std::span<const In> x, mx_scale_rule rule) {
+  static constexpr mx_block quantize_impl(std::span<const In> x, scale_rule rule) {
     if (x.size() > N) detail::throw_mx_block_size("mx_block::quantize", x.size(), N);
     mx_block b;
     const std::uint8_t code = detail::mx_run_scale_code<Elem>(x.data(), x.size(), rule);

@@ -21,9 +21,6 @@ enum class scale_rule : std::uint8_t {
   even,   ///< E8M0: amax rounded half-up to the element's mantissa width, then floor
 };
 
-/// The E8M0 rules' old name; the four MX rules are scale_rule values.
-using mx_scale_rule = scale_rule;
-
 template <>
 struct enum_names<scale_rule> {
   static constexpr std::array table{name_of(scale_rule::max, "max"),     name_of(scale_rule::pow2, "pow2"),

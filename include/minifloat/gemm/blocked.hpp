@@ -3,16 +3,19 @@
 // the quantized codes, plus a GEMV path for small M that streams the weights. Both compute the
 // fp32_blocks order of reference.hpp bit for bit (same fma sequence per output).
 //
-// Loop nest of the blocked path (one thread's share of N, or of M):
+// Loop nest of the blocked path (one thread's share of N, or of M), for a micro-kernel family
+// of MR x NR tiles (6 x 16 fp32: scalar twins and AVX2; 12 x 32 on AVX-512: fp32 FMA, or
+// bfloat16 pairs on vdpbf16ps, kernels_avx512.hpp; gemm_config::isa and ::microkernel choose):
 //   for jc in N step nc                     B panel kc x nc   (L3)
 //     for pc in K step kc                   kc: a multiple of the K-block L (or 256 if one block)
-//       pack B(pc.., jc..) -> micro-panels of 16 columns, decoded, [k][16]
+//       pack B(pc.., jc..) -> micro-panels of NR columns, decoded, [k][NR] (bf16: [k/2][NR] pairs)
 //       for ic in M step mc                 A block mc x kc   (L2)
-//         pack A(ic.., pc..) -> micro-panels of 6 rows, decoded, [k][6]
-//         for jr, ir: micro-kernel 6 x 16   B micro-panel kc x 16 (L1)
+//         pack A(ic.., pc..) -> micro-panels of MR rows, decoded, [k][MR]
+//         for jr, ir: micro-kernel MR x NR  B micro-panel kc x NR (L1)
 //   single-block mode (L >= K): C holds the raw sum across the kc chunks, then one epilogue pass
 //   C = fma(C, sA * sB, bias). K-block mode: C starts at bias, each block adds fma(p, sA*sB, C).
-// Scales ride along with the packed panels ([block][6] for A, [block][16] for B).
+// Scales ride along with the packed panels ([block][MR] for A, [block][NR] for B).
+// docs/gemm.md proves each family equal to the fp32_blocks order.
 //
 // GEMV path (M <= gemv_max_m, default 8): B's codes are read exactly once, streamed.
 //   B stored (N, K), AVX2 (K-block L a multiple of 32, or one block): gemv_nk_avx2 -- 32 rows of
@@ -25,6 +28,8 @@
 // Threads split N (GEMV) or the larger of M and N (blocked); every output is computed by one
 // thread in the same order, so results do not depend on the thread count.
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
@@ -32,10 +37,13 @@
 #include <new>
 #include <span>
 #include <thread>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "../simd/fork_join.hpp"
 #include "kernels.hpp"
+#include "kernels_avx512.hpp"
 #include "reference.hpp"
 
 namespace minifloat {
@@ -48,15 +56,33 @@ enum class gemm_path : std::uint8_t {
 };
 
 
+/// Which micro-kernel the blocked path runs at the AVX-512 level (below it: the AVX2 or scalar
+/// 6 x 16 fp32 kernel). Every choice computes the fp32_blocks order bit for bit
+/// (docs/gemm.md): this is a speed knob only.
+enum class gemm_microkernel : std::uint8_t {
+  automatic,  ///< the one measured faster on this CPU (detail::gemm::preferred_microkernel)
+  fp32_fma,   ///< 12 x 32 tiles of fp32 vfmadd231ps on zmm (panels of decoded floats)
+  bf16_dot,   ///< 12 x 32 tiles of vdpbf16ps (panels of bfloat16 pairs); an odd K-block length
+              ///< (block scales of odd extent along K) runs fp32_fma instead
+};
+
+constexpr std::string_view to_string(gemm_microkernel k) noexcept {
+  return k == gemm_microkernel::fp32_fma ? "fp32_fma" : k == gemm_microkernel::bf16_dot ? "bf16_dot" : "automatic";
+}
+
 struct gemm_config {
   unsigned threads = 1;          ///< worker threads (0: std::thread::hardware_concurrency())
   gemm_path path = gemm_path::automatic;
   /// The widest ISA level the fast path may use (simd/isa.hpp): automatic = the CPU's best;
   /// scalar = the portable twins (bit-identical results); avx2 caps the AVX-512 paths.
   simd::isa isa = simd::isa::automatic;
+  gemm_microkernel microkernel = gemm_microkernel::automatic;  ///< blocked path, AVX-512 level
   std::size_t gemv_max_m = 8;    ///< automatic path: gemv for M <= this
-  std::size_t mc = 144, kc = 256, nc = 3072;  ///< blocking (mc rounded to 6, nc to 16)
-  std::size_t gemv_kc = 1024;                 ///< GEMV: K run decoded per 16-row panel (long runs stream better)
+  /// Blocking of the blocked path, 0 = the micro-kernel's default (6 x 16 kernels: 144, 256,
+  /// 3072; AVX-512 fp32: 240, 256, 3072; bf16: 240, 512, 3072). mc is rounded to the tile
+  /// rows, nc to the tile columns, kc to a multiple of the K-block (and even for bf16).
+  std::size_t mc = 0, kc = 0, nc = 0;
+  std::size_t gemv_kc = 1024;    ///< GEMV: K run decoded per 16-row panel (long runs stream better)
 };
 
 namespace detail::gemm {
@@ -71,28 +97,35 @@ inline simd::isa resolve_gemm_isa(simd::isa requested) {
   return level;
 }
 
-/// 64-byte aligned float scratch.
-struct aligned_floats {
+/// 64-byte aligned scratch of T (float, or std::uint32_t bfloat16 pairs).
+template <class T>
+struct aligned_buffer {
   struct free_deleter {
-    void operator()(float* ptr) const noexcept { std::free(ptr); }
+    void operator()(T* ptr) const noexcept { std::free(ptr); }
   };
-  std::unique_ptr<float, free_deleter> p;
+  std::unique_ptr<T, free_deleter> p;
   std::size_t n = 0;
-  float* get(std::size_t count) {
+  T* get(std::size_t count) {
     if (count > n) {
-      const std::size_t bytes = ((count * sizeof(float) + 63) / 64) * 64;
-      p.reset(static_cast<float*>(std::aligned_alloc(64, bytes)));
+      const std::size_t bytes = ((checked_mul(count, sizeof(T), "gemm: scratch bytes") + 63) / 64) * 64;
+      p.reset(static_cast<T*>(std::aligned_alloc(64, bytes)));
       if (!p) throw std::bad_alloc();
       n = count;
     }
     return p.get();
   }
 };
+using aligned_floats = aligned_buffer<float>;
+
+/// The micro-kernel family a blocked run uses (tile shape, panel format, instructions).
+enum class blocked_family : std::uint8_t { scalar, avx2, avx512_fp32, avx512_bf16 };
 
 /// Everything one thread's loops need.
 struct context {
   const problem* p = nullptr;
   isa_kernels isa;
+  blocked_family family = blocked_family::scalar;
+  decode_words_fn words_a = nullptr, words_b = nullptr;  // AVX-512 bf16 packing (nullptr: decode + pair)
   std::size_t kc = 256, mc = 144, nc = 3072, gemv_kc = 1024;
   bool single = true;       // one K-block (L >= K)
   std::size_t l = 0;        // K-block length passed to the kernel (0 in single mode)
@@ -205,42 +238,141 @@ inline void epilogue(const context& ctx, std::size_t m0, std::size_t m1, std::si
                  ctx.bias.empty() ? nullptr : ctx.bias.data() + n0, ctx.isa.avx2);
 }
 
-/// The blocked loop nest over C rows [m0, m1) x cols [n0, n1).
-inline void run_blocked(const context& ctx, std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
+/// The 6 x 16 fp32 family (scalar twins or AVX2): panels of floats.
+struct family_6x16 {
+  using word = float;
+  static constexpr std::size_t mr = gemm::mr, nr = gemm::nr;
+  static constexpr std::size_t words(std::size_t kc) noexcept { return kc; }
+  static void pack_a(const context& ctx, std::size_t i0, std::size_t rows, std::size_t k0, std::size_t kc, float* dst,
+                     float* sc, float* tmp, std::uint32_t*) {
+    pack_k_major<mr>(ctx.p->a, ctx.isa.decode_a, ctx.isa.avx2, i0, rows, k0, kc, ctx.l, dst, sc, tmp);
+  }
+  static void pack_b(const context& ctx, std::size_t n0, std::size_t cols, std::size_t k0, std::size_t kc, float* dst,
+                     float* sc, float* tmp, std::uint32_t*) {
+    gemm::pack_b(ctx.p->b, ctx.isa.decode_b, ctx.isa.avx2, n0, cols, k0, kc, ctx.l, dst, sc, tmp);
+  }
+  static void tile(const context& ctx, std::size_t rows, std::size_t cols, std::size_t kc, const float* a,
+                   const float* b, std::size_t m, std::size_t n, bool load_c, const float* sa, const float* sb) {
+    run_tile(ctx, rows, cols, kc, a, b, m, n, load_c, sa, sb);
+  }
+  static constexpr bool tile_inits_c = false;
+  static void prefetch_c(const context&, std::size_t, std::size_t, std::size_t) noexcept {}
+};
+
+#if MINIFLOAT_SIMD_X86
+/// The AVX-512 12 x 32 families (kernels_avx512.hpp): T = float (fp32 FMA) or std::uint32_t
+/// (bfloat16 pairs, vdpbf16ps).
+template <class T>
+struct family_12x32 {
+  using word = T;
+  static constexpr bool pairs = std::is_same_v<T, std::uint32_t>;
+  static constexpr std::size_t mr = mr512, nr = nr512;
+  static constexpr std::size_t words(std::size_t kc) noexcept { return pairs ? (kc + 1) / 2 : kc; }
+  using kernel_t = void (*)(std::size_t, const T*, const T*, float*, std::size_t, bool, std::size_t, const float*,
+                            const float*) noexcept;
+  template <std::size_t... R>
+  static constexpr std::array<kernel_t, mr + 1> table(std::index_sequence<R...>) noexcept {
+    if constexpr (pairs) return {nullptr, &kernel_avx512_bf16<static_cast<int>(R) + 1>...};
+    else return {nullptr, &kernel_avx512_fp32<static_cast<int>(R) + 1>...};
+  }
+  static constexpr std::array<kernel_t, mr + 1> kernels = table(std::make_index_sequence<mr>{});
+
+  static void pack_a(const context& ctx, std::size_t i0, std::size_t rows, std::size_t k0, std::size_t kc, T* dst,
+                     float* sc, float* tmp, std::uint32_t* wtmp) {
+    pack_k_major_avx512<mr, T>(ctx.p->a, ctx.isa.decode_a, ctx.words_a, i0, rows, k0, kc, ctx.l, dst, sc, tmp, wtmp);
+  }
+  static void pack_b(const context& ctx, std::size_t n0, std::size_t cols, std::size_t k0, std::size_t kc, T* dst,
+                     float* sc, float* tmp, std::uint32_t* wtmp) {
+    if (ctx.p->b.k_major)
+      pack_k_major_avx512<nr, T>(ctx.p->b, ctx.isa.decode_b, ctx.words_b, n0, cols, k0, kc, ctx.l, dst, sc, tmp, wtmp);
+    else pack_kn_avx512<T>(ctx.p->b, ctx.isa.decode_b, n0, cols, k0, kc, ctx.l, dst, sc, tmp);
+  }
+  static void tile(const context& ctx, std::size_t rows, std::size_t cols, std::size_t kc, const T* a, const T* b,
+                   std::size_t m, std::size_t n, bool load_c, const float* sa, const float* sb) {
+    const std::size_t kw = words(kc), lw = pairs ? ctx.l / 2 : ctx.l;
+    float* c = ctx.c + m * ctx.ldc + n;
+    const kernel_t kern = kernels[rows];
+    // K-block mode reads and writes C once per block: through a contiguous tile, since 12 rows
+    // of C a power of two apart would share L1 sets.
+    if (cols == nr && ctx.l == 0) {
+      kern(kw, a, b, c, ctx.ldc, load_c, lw, sa, sb);
+      return;
+    }
+    alignas(64) float t[mr * nr];
+    if (ctx.l != 0 && !load_c) tile_bias(ctx.bias.empty() ? nullptr : ctx.bias.data() + n, rows, cols, t);
+    else if (load_c || ctx.l != 0) tile_in(c, ctx.ldc, rows, cols, t);
+    kern(kw, a, b, t, nr, load_c, lw, sa, sb);
+    tile_out(t, rows, cols, c, ctx.ldc);
+  }
+  /// K-block mode starts each tile at the bias (tile), so C needs no separate initialisation.
+  static constexpr bool tile_inits_c = true;
+  /// Asks for the C rows of the tile at (m, n) ahead of its kernel run (their loads would
+  /// otherwise stall it: C is larger than L2).
+  static void prefetch_c(const context& ctx, std::size_t m, std::size_t rows, std::size_t n) noexcept {
+    for (std::size_t r = 0; r < rows; ++r) {
+      const float* row = ctx.c + (m + r) * ctx.ldc + n;
+      _mm_prefetch(reinterpret_cast<const char*>(row), _MM_HINT_T0);
+      _mm_prefetch(reinterpret_cast<const char*>(row + 16), _MM_HINT_T0);
+    }
+  }
+};
+#endif
+
+/// The blocked loop nest over C rows [m0, m1) x cols [n0, n1), for one micro-kernel family.
+template <class Fam>
+void run_blocked_family(const context& ctx, std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
+  using word = typename Fam::word;
+  constexpr std::size_t fmr = Fam::mr, fnr = Fam::nr;
   if (m0 >= m1 || n0 >= n1) return;
   const problem& p = *ctx.p;
-  if (!ctx.single) init_c(ctx, m0, m1, n0, n1);
-  const std::size_t nc = std::min(ctx.nc, ((n1 - n0 + nr - 1) / nr) * nr);
-  const std::size_t mc = std::min(ctx.mc, ((m1 - m0 + mr - 1) / mr) * mr);
-  const std::size_t kc_max = std::min(ctx.kc, std::max<std::size_t>(p.k, 1));
+  if (!ctx.single && !Fam::tile_inits_c) init_c(ctx, m0, m1, n0, n1);
+  const std::size_t nc = std::min(ctx.nc, ((n1 - n0 + fnr - 1) / fnr) * fnr);
+  const std::size_t mc = std::min(ctx.mc, ((m1 - m0 + fmr - 1) / fmr) * fmr);
+  const std::size_t kc_max = std::min(ctx.kc, std::max<std::size_t>(p.k, 1)), kw_max = Fam::words(kc_max);
   const std::size_t nb_max = blocks_in(kc_max, ctx.l);
   // Per-thread scratch kept between calls (it only grows): no page faults on every call.
-  thread_local aligned_floats bbuf, abuf, bsc, asc, tmpbuf;
-  float* bp = bbuf.get(kc_max * nc + 8);
-  float* ap = abuf.get(kc_max * mc + 8);
+  thread_local aligned_buffer<word> bbuf, abuf;
+  thread_local aligned_floats bsc, asc, tmpbuf;
+  thread_local aligned_buffer<std::uint32_t> wbuf;
+  word* bp = bbuf.get(kw_max * nc + 8);
+  word* ap = abuf.get(kw_max * mc + 8);
   float* bs = bsc.get(nb_max * nc);
   float* as = asc.get(nb_max * mc);
-  float* tmp = tmpbuf.get(8 * kc_max + 16);
+  float* tmp = tmpbuf.get(8 * kc_max + 2 * nr512 + 16);
+  std::uint32_t* wt = wbuf.get(8 * kw_max + 16);
   for (std::size_t jc = n0; jc < n1; jc += nc) {
     const std::size_t ncur = std::min(nc, n1 - jc);
     for (std::size_t pc = 0; pc < p.k; pc += ctx.kc) {
-      const std::size_t kc = std::min(ctx.kc, p.k - pc), nb = blocks_in(kc, ctx.l);
-      pack_b(p.b, ctx.isa.decode_b, ctx.isa.avx2, jc, ncur, pc, kc, ctx.l, bp, bs, tmp);
+      const std::size_t kc = std::min(ctx.kc, p.k - pc), kw = Fam::words(kc), nb = blocks_in(kc, ctx.l);
+      Fam::pack_b(ctx, jc, ncur, pc, kc, bp, bs, tmp, wt);
       for (std::size_t ic = m0; ic < m1; ic += mc) {
         const std::size_t mcur = std::min(mc, m1 - ic);
-        pack_k_major<mr>(p.a, ctx.isa.decode_a, ctx.isa.avx2, ic, mcur, pc, kc, ctx.l, ap, as, tmp);
-        for (std::size_t jr = 0; jr < ncur; jr += nr) {
-          const float* bpanel = bp + (jr / nr) * kc * nr;
-          const float* bscale = bs + (jr / nr) * nb * nr;
-          const std::size_t cols = std::min(nr, ncur - jr);
-          for (std::size_t ir = 0; ir < mcur; ir += mr)
-            run_tile(ctx, std::min(mr, mcur - ir), cols, kc, ap + (ir / mr) * kc * mr, bpanel, ic + ir, jc + jr,
-                     pc > 0, as + (ir / mr) * nb * mr, bscale);
+        Fam::pack_a(ctx, ic, mcur, pc, kc, ap, as, tmp, wt);
+        for (std::size_t jr = 0; jr < ncur; jr += fnr) {
+          const word* bpanel = bp + (jr / fnr) * kw * fnr;
+          const float* bscale = bs + (jr / fnr) * nb * fnr;
+          const std::size_t cols = std::min(fnr, ncur - jr);
+          for (std::size_t ir = 0; ir < mcur; ir += fmr) {
+            if (ir + fmr < mcur && (pc > 0 || !ctx.single))
+              Fam::prefetch_c(ctx, ic + ir + fmr, std::min(fmr, mcur - ir - fmr), jc + jr);
+            Fam::tile(ctx, std::min(fmr, mcur - ir), cols, kc, ap + (ir / fmr) * kw * fmr, bpanel, ic + ir, jc + jr,
+                      pc > 0, as + (ir / fmr) * nb * fmr, bscale);
+          }
         }
       }
     }
   }
   if (ctx.single) epilogue(ctx, m0, m1, n0, n1);
+}
+
+inline void run_blocked(const context& ctx, std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
+  switch (ctx.family) {
+#if MINIFLOAT_SIMD_X86
+    case blocked_family::avx512_fp32: return run_blocked_family<family_12x32<float>>(ctx, m0, m1, n0, n1);
+    case blocked_family::avx512_bf16: return run_blocked_family<family_12x32<std::uint32_t>>(ctx, m0, m1, n0, n1);
+#endif
+    default: return run_blocked_family<family_6x16>(ctx, m0, m1, n0, n1);
+  }
 }
 
 /// GEMV with B stored (N, K) on AVX2: gemv_nk_avx2 over groups of up to 8 A rows.
@@ -303,6 +435,72 @@ inline void run_gemv(const context& ctx, std::size_t m0, std::size_t m1, std::si
   if (ctx.single) epilogue(ctx, m0, m1, n0, n1);
 }
 
+/// The AVX-512 micro-kernel gemm_microkernel::automatic runs. Both give the same bits, so this
+/// is about speed only, and the rate of vdpbf16ps against vfmadd231ps differs between cores
+/// (on the Intel core of bench/README.md vdpbf16ps zmm issues every other cycle and fp32 zmm
+/// FMAs twice per cycle, so fp32_fma is twice as fast per k; cores that run vdpbf16ps at the
+/// FMA rate make bf16_dot twice as fast). So it is measured, once per process: both kernels on
+/// an L1-resident 12 x 32 x 64 tile, interleaved, best of 9 (about 0.1 ms); bf16_dot is taken
+/// only when it is more than 15 % faster.
+inline gemm_microkernel preferred_microkernel() noexcept {
+#if MINIFLOAT_SIMD_X86
+  static const gemm_microkernel choice = [] {
+    if (!simd::isa_available(simd::isa::avx512)) return gemm_microkernel::fp32_fma;
+    constexpr std::size_t kc = 64, calls = 40;
+    alignas(64) static float af[kc * mr512], bfv[kc * nr512], c[mr512 * nr512];
+    alignas(64) static std::uint32_t aw[kc / 2 * mr512], bw[kc / 2 * nr512];
+    std::fill(std::begin(af), std::end(af), 1.0f);
+    std::fill(std::begin(bfv), std::end(bfv), 0.5f);
+    std::fill(std::begin(aw), std::end(aw), bf16_pair(1.0f, 1.0f));
+    std::fill(std::begin(bw), std::end(bw), bf16_pair(0.5f, 0.5f));
+    using clock = std::chrono::steady_clock;
+    auto best_fma = clock::duration::max(), best_dot = clock::duration::max();
+    for (int trial = 0; trial < 9; ++trial) {
+      auto t0 = clock::now();
+      for (std::size_t i = 0; i < calls; ++i)
+        kernel_avx512_fp32<static_cast<int>(mr512)>(kc, af, bfv, c, nr512, false, 0, nullptr, nullptr);
+      auto t1 = clock::now();
+      for (std::size_t i = 0; i < calls; ++i)
+        kernel_avx512_bf16<static_cast<int>(mr512)>(kc / 2, aw, bw, c, nr512, false, 0, nullptr, nullptr);
+      auto t2 = clock::now();
+      best_fma = std::min(best_fma, t1 - t0), best_dot = std::min(best_dot, t2 - t1);
+    }
+    return best_dot * 20 < best_fma * 17 ? gemm_microkernel::bf16_dot : gemm_microkernel::fp32_fma;
+  }();
+  return choice;
+#else
+  return gemm_microkernel::fp32_fma;
+#endif
+}
+
+/// The blocked family a call runs: the widest `level` allows, the AVX-512 one chosen by `want`.
+/// bf16 pairs need even K-blocks (l == 0: one block, any K).
+inline blocked_family blocked_family_for(simd::isa level, gemm_microkernel want, std::size_t l) noexcept {
+#if MINIFLOAT_SIMD_X86
+  if (simd::detail::allows(level, simd::isa::avx512)) {
+    if (want == gemm_microkernel::automatic) want = preferred_microkernel();
+    return want == gemm_microkernel::bf16_dot && l % 2 == 0 ? blocked_family::avx512_bf16 : blocked_family::avx512_fp32;
+  }
+  if (simd::detail::allows(level, simd::isa::avx2)) return blocked_family::avx2;
+#else
+  (void)level, (void)want, (void)l;
+#endif
+  return blocked_family::scalar;
+}
+
+/// cfg's blocking, 0 fields replaced by the family's defaults, rounded to its tile.
+struct blocking {
+  std::size_t mc, kc, nc;
+};
+inline blocking blocking_of(blocked_family f, const gemm_config& cfg) noexcept {
+  const bool wide = f == blocked_family::avx512_fp32 || f == blocked_family::avx512_bf16;
+  const std::size_t tm = wide ? mr512 : mr, tn = wide ? nr512 : nr;
+  const std::size_t mc = cfg.mc != 0 ? cfg.mc : wide ? 240 : 144;
+  const std::size_t kc = cfg.kc != 0 ? cfg.kc : f == blocked_family::avx512_bf16 ? 512 : 256;
+  const std::size_t nc = cfg.nc != 0 ? cfg.nc : 3072;
+  return {std::max(tm, (mc / tm) * tm), kc, std::max(tn, (nc / tn) * tn)};
+}
+
 inline unsigned thread_count(const gemm_config& cfg) {
   unsigned t = cfg.threads == 0 ? std::thread::hardware_concurrency() : cfg.threads;
   return t == 0 ? 1 : t;
@@ -312,10 +510,11 @@ inline unsigned thread_count(const gemm_config& cfg) {
 /// and runs `body(m0, m1, n0, n1)` on each part; the calling thread takes the first, workers of
 /// the process-wide pool the others (detail/fork_join.hpp).
 template <class Body>
-void parallel_split(std::size_t m, std::size_t n, unsigned threads, bool prefer_n, Body&& body) {
-  const std::size_t n_units = (n + nr - 1) / nr, m_units = (m + mr - 1) / mr;
+void parallel_split(std::size_t m, std::size_t n, unsigned threads, bool prefer_n, std::size_t unit_m,
+                    std::size_t unit_n, Body&& body) {
+  const std::size_t n_units = (n + unit_n - 1) / unit_n, m_units = (m + unit_m - 1) / unit_m;
   const bool by_n = prefer_n ? n_units >= threads : n_units >= m_units;
-  const std::size_t units = by_n ? n_units : m_units, unit = by_n ? nr : mr, extent = by_n ? n : m;
+  const std::size_t units = by_n ? n_units : m_units, unit = by_n ? unit_n : unit_m, extent = by_n ? n : m;
   const std::size_t parts = std::max<std::size_t>(1, std::min<std::size_t>(threads, units));
   const auto range = [&](std::size_t t) {
     const std::size_t u0 = units * t / parts, u1 = units * (t + 1) / parts;
@@ -333,21 +532,33 @@ inline void run_fast(const problem& p, std::span<const float> bias, float* c, st
   if (p.m == 0 || p.n == 0) return;
   context ctx;
   ctx.p = &p;
-  ctx.isa = select_kernels(p.a.format, p.b.format, resolve_gemm_isa(cfg.isa));
+  const simd::isa level = resolve_gemm_isa(cfg.isa);
+  ctx.isa = select_kernels(p.a.format, p.b.format, level);
   ctx.single = p.l >= p.k;
   ctx.l = ctx.single ? 0 : p.l;
-  const std::size_t kc_target = std::max<std::size_t>(cfg.kc, 1);
-  ctx.kc = ctx.single ? kc_target : p.l * std::max<std::size_t>(1, kc_target / p.l);
-  ctx.gemv_kc = ctx.single ? std::max<std::size_t>(cfg.gemv_kc, 1) : p.l * std::max<std::size_t>(1, cfg.gemv_kc / p.l);
-  ctx.mc = std::max(mr, (cfg.mc / mr) * mr);
-  ctx.nc = std::max(nr, (cfg.nc / nr) * nr);
-  ctx.c = c, ctx.ldc = ldc, ctx.bias = bias;
   const bool gemv = cfg.path == gemm_path::gemv || (cfg.path == gemm_path::automatic && p.m <= cfg.gemv_max_m);
+  ctx.family = gemv ? (ctx.isa.avx2 ? blocked_family::avx2 : blocked_family::scalar)
+                    : blocked_family_for(level, cfg.microkernel, ctx.l);
+#if MINIFLOAT_SIMD_X86
+  if (ctx.family == blocked_family::avx512_fp32 || ctx.family == blocked_family::avx512_bf16) {
+    // The VBMI decoders (8- and 6-bit formats); FP4 keeps the AVX2 one.
+    if (vbmi_lut_of(p.a.format) != nullptr) ctx.isa.decode_a = &decode_run_vbmi, ctx.words_a = &decode_words_vbmi;
+    if (vbmi_lut_of(p.b.format) != nullptr) ctx.isa.decode_b = &decode_run_vbmi, ctx.words_b = &decode_words_vbmi;
+  }
+#endif
+  const blocking bl = blocking_of(ctx.family, cfg);
+  ctx.kc = ctx.single ? bl.kc : p.l * std::max<std::size_t>(1, bl.kc / p.l);
+  if (ctx.family == blocked_family::avx512_bf16 && ctx.single) ctx.kc = std::max<std::size_t>(2, ctx.kc & ~std::size_t{1});
+  ctx.gemv_kc = ctx.single ? std::max<std::size_t>(cfg.gemv_kc, 1) : p.l * std::max<std::size_t>(1, cfg.gemv_kc / p.l);
+  ctx.mc = bl.mc, ctx.nc = bl.nc;
+  ctx.c = c, ctx.ldc = ldc, ctx.bias = bias;
   const unsigned threads = thread_count(cfg);
-  parallel_split(p.m, p.n, threads, gemv, [&](std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
-    if (gemv) run_gemv(ctx, m0, m1, n0, n1);
-    else run_blocked(ctx, m0, m1, n0, n1);
-  });
+  const bool wide = ctx.family == blocked_family::avx512_fp32 || ctx.family == blocked_family::avx512_bf16;
+  parallel_split(p.m, p.n, threads, gemv, wide ? mr512 : mr, wide ? nr512 : nr,
+                 [&](std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
+                   if (gemv) run_gemv(ctx, m0, m1, n0, n1);
+                   else run_blocked(ctx, m0, m1, n0, n1);
+                 });
 }
 
 /// fp32 C -> bfloat16 (RNE), row-major M x N.
@@ -362,12 +573,12 @@ inline void to_bf16_rows(const float* c, std::span<bfloat16> out) {
 /// for every shape, thread count, path and ISA. Same operand rules and errors as the reference.
 inline void gemm(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
                  std::span<const float> bias, std::span<float> out, const gemm_config& cfg = {}) {
-  const auto p = detail::gemm::make_problem(a, b, layout, bias, out.size());
+  const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), out.size());
   detail::gemm::run_fast(p, bias, out.data(), p.n, cfg);
 }
 inline void gemm(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
                  std::span<const float> bias, std::span<bfloat16> out, const gemm_config& cfg = {}) {
-  const auto p = detail::gemm::make_problem(a, b, layout, bias, out.size());
+  const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), out.size());
   std::vector<float> c(p.m * p.n);
   detail::gemm::run_fast(p, bias, c.data(), p.n, cfg);
   detail::gemm::to_bf16_rows(c.data(), out);

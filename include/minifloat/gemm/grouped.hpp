@@ -31,7 +31,8 @@ inline problem group_problem(const operand& a_full, std::size_t r0, std::size_t 
 }
 
 /// The checks every grouped GEMM shares: one B (and one bias span, if any) per group, and the
-/// group sizes adding up to A's rows.
+/// group sizes adding up to A's rows (summed in checked arithmetic: sizes that wrap around to
+/// A's row count are a shape_error, not a group that runs past A).
 inline void check_groups(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes, std::size_t b_count,
                          std::size_t bias_count) {
   if (group_sizes.size() != b_count)
@@ -40,22 +41,27 @@ inline void check_groups(const quantized_tensor_view& a, std::span<const std::si
   if (bias_count != 0 && bias_count != b_count)
     throw shape_error("grouped_gemm: bias needs one span per group (" + std::to_string(b_count) + ") or none, got " +
                       std::to_string(bias_count));
-  const std::size_t total = std::accumulate(group_sizes.begin(), group_sizes.end(), std::size_t{0});
+  std::size_t total = 0;
+  for (const std::size_t g : group_sizes) {
+    const auto t = checked_add_or(total, g);
+    if (!t)
+      throw shape_error("grouped_gemm: the group sizes add up to more than 2^64 - 1 tokens (" + std::to_string(total) +
+                        " + " + std::to_string(g) + "); A has " + std::to_string(a.rows) + " rows");
+    total = *t;
+  }
   if (total != a.rows)
     throw shape_error("grouped_gemm: group sizes add up to " + std::to_string(total) + " tokens but A has " +
                       std::to_string(a.rows) + " rows");
 }
 
-template <class Run>
-void grouped_run(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
-                 std::span<const quantized_tensor_view> b, gemm_layout layout,
-                 std::span<const std::span<const float>> bias, std::size_t out_size, Run&& run) {
+/// Every check of grouped_gemm / grouped_gemm_reference; returns one problem per group.
+inline std::vector<problem> grouped_problems(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                                             std::span<const quantized_tensor_view> b, gemm_layout layout,
+                                             std::span<const std::span<const float>> bias, std::size_t out_size) {
   const operand af = make_operand(a, 'A', gemm_layout::nk);
   check_groups(a, group_sizes, b.size(), bias.size());
   const std::size_t n = b.empty() ? 0 : make_operand(b[0], 'B', layout).outer;
-  if (out_size != a.rows * n)
-    throw shape_error("grouped_gemm: output needs " + std::to_string(a.rows) + " x " + std::to_string(n) + " = " +
-                      std::to_string(a.rows * n) + " values, got " + std::to_string(out_size));
+  check_out_size(a.rows, n, out_size, "grouped_gemm");
   std::vector<problem> problems;
   problems.reserve(b.size());
   for (std::size_t g = 0, r0 = 0; g < b.size(); r0 += group_sizes[g], ++g) {
@@ -68,11 +74,33 @@ void grouped_run(const quantized_tensor_view& a, std::span<const std::size_t> gr
       throw shape_error("grouped_gemm: bias[" + std::to_string(g) + "] needs N = " + std::to_string(n) +
                         " floats (or none), got " + std::to_string(bg.size()));
   }
+  return problems;
+}
+
+template <class Run>
+void grouped_run(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                 std::span<const quantized_tensor_view> b, gemm_layout layout,
+                 std::span<const std::span<const float>> bias, std::size_t out_size, Run&& run) {
+  const std::vector<problem> problems = grouped_problems(a, group_sizes, b, layout, bias, out_size);
+  const std::size_t n = problems.empty() ? 0 : problems[0].n;
+  if (a.rows == 0 || n == 0) return;  // nothing to write
   for (std::size_t g = 0, r0 = 0; g < b.size(); r0 += group_sizes[g], ++g)
     run(problems[g], bias.empty() ? std::span<const float>{} : bias[g], r0, n);
 }
 
 }  // namespace detail::gemm
+
+/// Every check grouped_gemm() and grouped_gemm_reference() make before they touch a code or a
+/// scale (group count and sizes, summed in checked arithmetic; each B against A; bias and
+/// output sizes). Throws as they do; reads no data. Returns the shape of the whole output
+/// (m = A's rows, n = the experts' N, k, k_block of the first group; 0 without groups).
+inline gemm_shape validate_grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                                        std::span<const quantized_tensor_view> b, gemm_layout layout,
+                                        std::span<const std::span<const float>> bias, std::size_t out_size) {
+  const auto problems = detail::gemm::grouped_problems(a, group_sizes, b, layout, bias, out_size);
+  if (problems.empty()) return {a.rows, 0, a.cols, 1};
+  return {a.rows, problems[0].n, problems[0].k, problems[0].l};
+}
 
 /// Fast grouped GEMM (bit-identical to grouped_gemm_reference with fp32_blocks). out: total_tokens x N.
 inline void grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,

@@ -122,16 +122,17 @@ struct lut128 {
   bool ok = false;  // false: some value is not exact in bfloat16 (never for the formats used)
 };
 
-inline lut128 make_lut128(const std::array<float, 256>& t) {
+constexpr lut128 make_lut128(const std::array<float, 256>& t) {
   lut128 l;
-  std::uint8_t th[128], tl[128];
+  std::uint8_t th[128] = {}, tl[128] = {};
+  const auto is_nan = [](float x) { return x != x; };  // std::isnan is not constexpr in C++20
   l.ok = true;
   for (unsigned c = 0; c < 128; ++c) {
     const std::uint32_t b = std::bit_cast<std::uint32_t>(t[c]);
-    if ((b & 0xFFFFU) != 0 && !std::isnan(t[c])) l.ok = false;
+    if ((b & 0xFFFFU) != 0 && !is_nan(t[c])) l.ok = false;
     th[c] = static_cast<std::uint8_t>(b >> 24);
     tl[c] = static_cast<std::uint8_t>(b >> 16);
-    if (std::isnan(t[c])) th[c] = 0x7F, tl[c] = 0xC0;
+    if (is_nan(t[c])) th[c] = 0x7F, tl[c] = 0xC0;
   }
   // Bit 7: ignored (t[c | 0x80] == t[c]) or a sign (t[c | 0x80] == -t[c]) except code 0x80.
   bool same = true, sign = true;
@@ -140,7 +141,7 @@ inline lut128 make_lut128(const std::array<float, 256>& t) {
     same = same && lo == hi;
     if (c != 0) sign = sign && hi == (lo ^ 0x80000000U);
   }
-  if (!same && !(sign && std::isnan(t[0x80]) && t[0] == 0.0f)) l.ok = false;
+  if (!same && !(sign && is_nan(t[0x80]) && t[0] == 0.0f)) l.ok = false;
   l.sign7 = !same;
   for (unsigned h = 0; h < 8; ++h)
     for (unsigned i = 0; i < 16; ++i) {
@@ -151,16 +152,18 @@ inline lut128 make_lut128(const std::array<float, 256>& t) {
   return l;
 }
 
-inline const lut128& lut128_of(format_id f) {
-  static const lut128 hif8 = make_lut128(decode_table_of(format_id::hifloat8));
-  static const lut128 e3m2 = make_lut128(decode_table_of(format_id::float6_e3m2fn));
-  static const lut128 e2m3 = make_lut128(decode_table_of(format_id::float6_e2m3fn));
-  static const lut128 none{};
+/// The lut128 of each table-decoded format, built at compile time from its decode table.
+inline constexpr lut128 lut128_hifloat8 = make_lut128(decode_table_256<hifloat8_spec>);
+inline constexpr lut128 lut128_e3m2 = make_lut128(decode_table_256<float6_e3m2fn::spec>);
+inline constexpr lut128 lut128_e2m3 = make_lut128(decode_table_256<float6_e2m3fn::spec>);
+inline constexpr lut128 lut128_none{};
+
+constexpr const lut128& lut128_of(format_id f) noexcept {
   switch (f) {
-    case format_id::hifloat8: return hif8;
-    case format_id::float6_e3m2fn: return e3m2;
-    case format_id::float6_e2m3fn: return e2m3;
-    default: return none;
+    case format_id::hifloat8: return lut128_hifloat8;
+    case format_id::float6_e3m2fn: return lut128_e3m2;
+    case format_id::float6_e2m3fn: return lut128_e2m3;
+    default: return lut128_none;
   }
 }
 

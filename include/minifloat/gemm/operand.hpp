@@ -58,8 +58,9 @@
 #include <string>
 #include <vector>
 
-#include "../formats/mx_scale.hpp"
+#include "../core/checked.hpp"
 #include "../core/errors.hpp"
+#include "../formats/mx_scale.hpp"
 #include "../formats/format_list.hpp"
 #include "../quant/quantized_tensor.hpp"
 
@@ -72,32 +73,33 @@ constexpr std::string_view to_string(gemm_layout l) noexcept { return l == gemm_
 
 namespace detail::gemm {
 
-/// The 256-entry decode table of an element format of at most 8 bits (codes above the width
-/// are masked, as basic_float::from_bits does).
-template <class Elem>
-inline const std::array<float, 256>& decode_table_256() {
-  static const std::array<float, 256> t = [] {
-    std::array<float, 256> r{};
-    for (unsigned c = 0; c < 256; ++c)
-      r[c] = static_cast<float>(Elem::from_bits(static_cast<typename Elem::storage_type>(c)));
-    return r;
-  }();
-  return t;
-}
+/// The 256-entry decode table of an element format of at most 8 bits: the format's own
+/// constexpr table (formats/basic_float.hpp) indexed by the code masked to the format's width,
+/// as basic_float::from_bits masks it (FP4 and FP6 codes repeat every 16 / 64 entries).
+template <class Spec>
+inline constexpr std::array<float, 256> decode_table_256 = [] {
+  std::array<float, 256> r{};
+  const auto& t = minifloat::detail::decode_table<Spec>;
+  for (unsigned c = 0; c < 256; ++c) r[c] = t[c & (t.size() - 1)];
+  return r;
+}();
 
 inline bool is_gemm_element(format_id f) noexcept {
   return f == format_id::hifloat8 || f == format_id::float8_e4m3fn || f == format_id::float8_e5m2 ||
          f == format_id::float6_e3m2fn || f == format_id::float6_e2m3fn || f == format_id::float4_e2m1fn;
 }
 
-inline const std::array<float, 256>& decode_table_of(format_id f) {
+/// The decode table of a GEMM element format (is_gemm_element); nullptr for any other format.
+constexpr const std::array<float, 256>* decode_table_ptr(format_id f) noexcept {
   const std::array<float, 256>* t = nullptr;
   visit_format(f, [&](auto tag) {
     using Elem = typename decltype(tag)::type;
-    if constexpr (sizeof_bits<Elem> <= 8) t = &decode_table_256<Elem>();
+    if constexpr (sizeof_bits<Elem> <= 8) t = &decode_table_256<typename Elem::spec>;
   });
-  return *t;
+  return t;
 }
+
+inline const std::array<float, 256>& decode_table_of(format_id f) { return *decode_table_ptr(f); }
 
 /// One operand normalised to (outer index i, reduction index k): A has i = m, B has i = n.
 /// Element (i, k) and its scale are read the same way whatever the stored layout.
@@ -125,21 +127,41 @@ struct operand {
     return row[c];
   }
   [[nodiscard]] float value(std::size_t i, std::size_t kk) const noexcept { return (*table)[code(i, kk)]; }
-  [[nodiscard]] float scale(std::size_t i, std::size_t kk) const noexcept {
-    const std::size_t at = ((i + outer_offset) / tile_outer) * stride_outer + (kk / tile_k) * stride_k;
-    return mx ? mx_scale_value(mx_scales[at]) : scales[at];
-  }
+  [[nodiscard]] float scale(std::size_t i, std::size_t kk) const noexcept { return scale_at(scale_row(i) + scale_col(kk)); }
+  /// scale(i, kk) in parts, for loops that hoist the divisions: the grid offset of row i, of
+  /// column kk, and the scale at a grid offset.
+  [[nodiscard]] std::size_t scale_row(std::size_t i) const noexcept { return ((i + outer_offset) / tile_outer) * stride_outer; }
+  [[nodiscard]] std::size_t scale_col(std::size_t kk) const noexcept { return (kk / tile_k) * stride_k; }
+  [[nodiscard]] float scale_at(std::size_t at) const noexcept { return mx ? mx_scale_value(mx_scales[at]) : scales[at]; }
   /// The K extent over which the scale is constant (capped at K; at least 1).
   [[nodiscard]] std::size_t k_extent() const noexcept { return std::max<std::size_t>(1, std::min(tile_k, k)); }
 };
 
 inline std::string shape_str(std::size_t r, std::size_t c) { return std::to_string(r) + "x" + std::to_string(c); }
 
+/// The view's code and scale counts in checked arithmetic (core/checked.hpp), compared with its
+/// spans before anything else looks at them: a rows x cols that does not fit in a size_t is a
+/// shape_error here, never a wrapped count that happens to match a short span. Reads no data.
+inline void check_view_sizes(const quantized_tensor_view& q, const std::string& who) {
+  q.scheme.validate();
+  const int bits = format_bits(q.scheme.format);
+  const std::size_t row_bytes = bits == 4   ? q.cols / 2 + q.cols % 2
+                                : bits > 8 ? checked_mul(q.cols, 2, who + ": bytes per row")
+                                           : q.cols;
+  const std::size_t codes = checked_mul(q.rows, row_bytes, who + ": code bytes (rows x bytes per row)");
+  if (q.codes.size() != codes)
+    throw shape_error(who + " is " + std::to_string(q.rows) + "x" + std::to_string(q.cols) + " of " +
+                      std::string(to_string(q.scheme.format)) + ", which needs " + std::to_string(codes) +
+                      " code bytes, got " + std::to_string(q.codes.size()));
+  (void)checked_mul(q.scale_grid_rows(), q.scale_grid_cols(), who + ": scale grid");
+  q.validate();  // the same counts again (they fit now), and the scale spans
+}
+
 /// Normalises A (role 'A') or B (role 'B', with its layout) after validating the view.
 inline operand make_operand(const quantized_tensor_view& q, char role, gemm_layout layout) {
-  q.validate();
-  const quant_scheme& s = q.scheme;
   const std::string who = role == 'A' ? "gemm: A" : "gemm: B (" + std::string(to_string(layout)) + ")";
+  check_view_sizes(q, who);
+  const quant_scheme& s = q.scheme;
   if (!is_gemm_element(s.format))
     throw unsupported_error(who + " has element format " + std::string(to_string(s.format)) +
                             "; expected hifloat8, float8_e4m3fn, float8_e5m2, float6_e3m2fn, float6_e2m3fn or "
@@ -212,8 +234,17 @@ struct problem {
   std::size_t m = 0, n = 0, k = 0, l = 1;
 };
 
+/// M x N in checked arithmetic, compared with the output's size.
+inline std::size_t check_out_size(std::size_t m, std::size_t n, std::size_t out_size, const char* who) {
+  const std::size_t mn = checked_mul(m, n, std::string(who) + ": output M x N");
+  if (out_size != mn)
+    throw shape_error(std::string(who) + ": output needs M x N = " + shape_str(m, n) + " = " + std::to_string(mn) +
+                      " values, got " + std::to_string(out_size));
+  return mn;
+}
+
 inline problem make_problem(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
-                            std::span<const float> bias, std::size_t out_size) {
+                            std::size_t bias_size, std::size_t out_size) {
   problem p;
   p.a = make_operand(a, 'A', gemm_layout::nk);
   p.b = make_operand(b, 'B', layout);
@@ -223,16 +254,30 @@ inline problem make_problem(const quantized_tensor_view& a, const quantized_tens
                       shape_str(b.rows, b.cols) + ": K must agree (" + std::to_string(p.a.k) + " vs " +
                       std::to_string(p.b.k) + ")");
   p.m = p.a.outer, p.n = p.b.outer, p.k = p.a.k;
-  if (!bias.empty() && bias.size() != p.n)
+  if (bias_size != 0 && bias_size != p.n)
     throw shape_error("gemm: bias needs N = " + std::to_string(p.n) + " floats (or none), got " +
-                      std::to_string(bias.size()));
-  if (out_size != p.m * p.n)
-    throw shape_error("gemm: output needs M x N = " + shape_str(p.m, p.n) + " = " + std::to_string(p.m * p.n) +
-                      " values, got " + std::to_string(out_size));
+                      std::to_string(bias_size));
+  check_out_size(p.m, p.n, out_size, "gemm");
   p.l = k_block(p.a, p.b);
   return p;
 }
 
 }  // namespace detail::gemm
+
+/// The sizes of one GEMM as validate_gemm and friends accept them.
+struct gemm_shape {
+  std::size_t m = 0, n = 0, k = 0;
+  std::size_t k_block = 1;  ///< L of the fp32 accumulation order (reference.hpp)
+};
+
+/// Every check gemm() and gemm_reference() make before they touch a code or a scale: operand
+/// formats and granularities, the view sizes against their spans (checked arithmetic), K, the
+/// bias (0 or N floats) and the output (M x N, checked) sizes. Throws shape_error /
+/// unsupported_error as they do; reads no data, so a fuzzer can call it with any sizes.
+inline gemm_shape validate_gemm(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
+                                std::size_t bias_size, std::size_t out_size) {
+  const auto p = detail::gemm::make_problem(a, b, layout, bias_size, out_size);
+  return {p.m, p.n, p.k, p.l};
+}
 
 }  // namespace minifloat

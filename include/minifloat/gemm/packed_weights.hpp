@@ -84,29 +84,30 @@ struct hif8_ranks {
   bool ok = false;                   // the linear form holds for ranks 1..126 (checked)
 };
 
-inline const hif8_ranks& hif8_rank_table() {
-  static const hif8_ranks t = [] {
-    hif8_ranks r;
-    const auto& table = decode_table_of(format_id::hifloat8);
-    std::array<unsigned, 128> order{};
-    for (unsigned c = 0; c < 128; ++c) order[c] = c;
-    std::sort(order.begin(), order.end(), [&](unsigned x, unsigned y) { return table[x] < table[y]; });
-    for (unsigned k = 0; k < 128; ++k) r.code_of[k] = static_cast<std::uint8_t>(order[k]), r.rank_of[order[k]] = static_cast<std::uint8_t>(k);
-    const auto word = [&](unsigned k) { return static_cast<std::uint32_t>(std::bit_cast<std::uint32_t>(table[order[k]]) >> 16); };
-    r.ok = table[order[0]] == 0.0f;
-    for (unsigned g = 0; g < 16; ++g) {
-      const unsigned k0 = g == 0 ? 1 : 8 * g;  // run 0 starts after zero
-      const std::uint32_t step = word(k0 + 1) - word(k0);
-      r.step[g] = static_cast<std::uint16_t>(step);
-      r.base[g] = static_cast<std::uint16_t>(word(k0) - (k0 - 8 * g) * step);
-      for (unsigned k = k0; k < 8 * g + 8 && k < 127; ++k)
-        r.ok = r.ok && (std::bit_cast<std::uint32_t>(table[order[k]]) & 0xFFFFU) == 0 &&
-               word(k) == r.base[g] + (k - 8 * g) * step;
-    }
-    return r;
-  }();
-  return t;
+constexpr hif8_ranks make_hif8_ranks() {
+  hif8_ranks r;
+  const auto& table = decode_table_256<hifloat8_spec>;
+  std::array<unsigned, 128> order{};
+  for (unsigned c = 0; c < 128; ++c) order[c] = c;
+  std::sort(order.begin(), order.end(), [&](unsigned x, unsigned y) { return table[x] < table[y]; });
+  for (unsigned k = 0; k < 128; ++k) r.code_of[k] = static_cast<std::uint8_t>(order[k]), r.rank_of[order[k]] = static_cast<std::uint8_t>(k);
+  const auto word = [&](unsigned k) { return static_cast<std::uint32_t>(std::bit_cast<std::uint32_t>(table[order[k]]) >> 16); };
+  r.ok = table[order[0]] == 0.0f;
+  for (unsigned g = 0; g < 16; ++g) {
+    const unsigned k0 = g == 0 ? 1 : 8 * g;  // run 0 starts after zero
+    const std::uint32_t step = word(k0 + 1) - word(k0);
+    r.step[g] = static_cast<std::uint16_t>(step);
+    r.base[g] = static_cast<std::uint16_t>(word(k0) - (k0 - 8 * g) * step);
+    for (unsigned k = k0; k < 8 * g + 8 && k < 127; ++k)
+      r.ok = r.ok && (std::bit_cast<std::uint32_t>(table[order[k]]) & 0xFFFFU) == 0 &&
+             word(k) == r.base[g] + (k - 8 * g) * step;
+  }
+  return r;
 }
+
+/// The rank table, built at compile time from HiF8's decode table.
+inline constexpr hif8_ranks hif8_rank_data = make_hif8_ranks();
+constexpr const hif8_ranks& hif8_rank_table() noexcept { return hif8_rank_data; }
 
 /// Codes the AVX2 decoders do not handle (NaN, Inf): panels holding one run the scalar twin.
 inline bool packed_special(format_id f, unsigned code) noexcept {
@@ -119,6 +120,12 @@ inline bool packed_special(format_id f, unsigned code) noexcept {
 }
 
 }  // namespace detail::gemm
+
+/// What packing B would allocate, as validate_packed_weights reports it.
+struct packed_weights_shape {
+  std::size_t n = 0, k = 0;
+  std::size_t storage_bytes = 0;  ///< codes and scales (packed_weights::storage_bytes after packing)
+};
 
 /// B packed for gemm(a, packed_weights, ...) (gemv_packed.hpp). See the header comment.
 class packed_weights {
@@ -141,9 +148,9 @@ class packed_weights {
     const auto& ranks = detail::gemm::hif8_rank_table();
     if (decoder_ == detail::gemm::packed_decoder::rank_hif8 && !ranks.ok) decoder_ = detail::gemm::packed_decoder::bf16_lut;
     const bool by_rank = decoder_ == detail::gemm::packed_decoder::rank_hif8;
-    const std::size_t panels = (n_ + panel_rows - 1) / panel_rows;
-    const std::size_t sb = slice_bytes();
-    codes_.assign(panels * k_ * sb, 0);
+    if (n_ == 0 || k_ == 0) return;  // nothing to store: gemm() never reads codes or scales then
+    const std::size_t panels = this->panels(), sb = slice_bytes();
+    codes_.assign(checked_product({panels, k_, sb}, "packed_weights: code bytes (panels x K x bytes per slice)"), 0);
     std::vector<std::size_t> where(panel_rows);
     std::vector<unsigned> shift(panel_rows);
     for (std::size_t r = 0; r < panel_rows; ++r) {
@@ -164,12 +171,13 @@ class packed_weights {
       }
     if (one_tile_) {
       row_scales_.assign(panels * panel_rows, 0.0f);  // padded: SIMD loads whole panels
-      for (std::size_t i = 0; i < n_; ++i) row_scales_[i] = k_ == 0 ? 1.0f : o.scale(i, 0);
+      for (std::size_t i = 0; i < n_; ++i) row_scales_[i] = o.scale(i, 0);
       return;
     }
-    const std::size_t tiles = (k_ + tile_k_ - 1) / tile_k_;
-    if (mx_) mx_tile_scales_.assign(panels * tiles * panel_rows, 0);
-    else tile_scales_.assign(panels * tiles * panel_rows, 0.0f);
+    const std::size_t tiles = detail::ceil_div(k_, tile_k_);
+    const std::size_t grid = checked_product({panels, tiles, panel_rows}, "packed_weights: scales (panels x tiles x 64)");
+    if (mx_) mx_tile_scales_.assign(grid, 0);
+    else tile_scales_.assign(grid, 0.0f);
     for (std::size_t q = 0; q < panels; ++q)
       for (std::size_t t = 0; t < tiles; ++t)
         for (std::size_t r = 0; r < panel_rows && q * panel_rows + r < n_; ++r) {
@@ -187,7 +195,7 @@ class packed_weights {
   [[nodiscard]] std::size_t n() const noexcept { return n_; }  ///< outputs (rows of B as (N, K))
   [[nodiscard]] std::size_t k() const noexcept { return k_; }
   [[nodiscard]] bool empty() const noexcept { return n_ == 0 && k_ == 0; }
-  [[nodiscard]] std::size_t panels() const noexcept { return (n_ + panel_rows - 1) / panel_rows; }
+  [[nodiscard]] std::size_t panels() const noexcept { return detail::ceil_div(n_, panel_rows); }
   /// Bytes of one k of one panel: 64, or 32 for float4_e2m1fn.
   [[nodiscard]] std::size_t slice_bytes() const noexcept { return bits_ == 4 ? panel_rows / 2 : panel_rows; }
   /// Byte and nibble (0 low, 1 high; always 0 for byte formats) of panel row r in a slice.
@@ -227,7 +235,7 @@ class packed_weights {
   }
   /// True when panel q holds a NaN or Inf code (packed_special) or an E8M0 scale of 0 or NaN:
   /// that panel runs the scalar twin.
-  [[nodiscard]] bool special_panel(std::size_t q) const noexcept { return special_panels_[q]; }
+  [[nodiscard]] bool special_panel(std::size_t q) const noexcept { return q < special_panels_.size() && special_panels_[q]; }
   [[nodiscard]] detail::gemm::packed_decoder decoder() const noexcept { return decoder_; }
 
   /// A stand-in operand carrying only B's scale-tile shape, for detail::gemm::k_block.
@@ -251,5 +259,23 @@ class packed_weights {
   std::vector<float> row_scales_, tile_scales_;
   std::vector<std::uint8_t> mx_tile_scales_;
 };
+
+/// Every check packed_weights(b, layout) makes before it reads a code or allocates: the
+/// operand rules of gemm() for B and every size in checked arithmetic. Throws as the
+/// constructor does; reads no data. A B with N = 0 or K = 0 packs to nothing (storage_bytes 0).
+inline packed_weights_shape validate_packed_weights(const quantized_tensor_view& b, gemm_layout layout = gemm_layout::nk) {
+  const detail::gemm::operand o = detail::gemm::make_operand(b, 'B', layout);
+  packed_weights_shape r{o.outer, o.k, 0};
+  if (o.outer == 0 || o.k == 0) return r;
+  const std::size_t rows = packed_weights::panel_rows, panels = detail::ceil_div(o.outer, rows);
+  const std::size_t slice = o.bits == 4 ? rows / 2 : rows;
+  const std::size_t codes = checked_product({panels, o.k, slice}, "packed_weights: code bytes (panels x K x bytes per slice)");
+  const bool one_tile = !o.mx && (o.stride_k == 0 || o.tile_k >= o.k);
+  const std::size_t tiles = one_tile ? 1 : detail::ceil_div(o.k, o.k_extent());
+  const std::size_t scales = checked_product({panels, tiles, rows, o.mx ? std::size_t{1} : sizeof(float)},
+                                             "packed_weights: scale bytes (panels x tiles x 64)");
+  r.storage_bytes = checked_add(codes, scales, "packed_weights: storage bytes");
+  return r;
+}
 
 }  // namespace minifloat

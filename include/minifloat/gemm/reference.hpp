@@ -26,7 +26,7 @@
 //   The products a*b never round: element values have <= 4 significant bits and lie in
 //   [2^-22, 2^16), so every product is a normal fp32 of <= 8 bits.
 //   The fast path (blocked.hpp) computes exactly this, bit for bit, for every shape, format,
-//   thread count and path (blocked GEMM and GEMV).
+//   thread count, ISA, micro-kernel and path (blocked GEMM and GEMV): docs/gemm.md says why.
 //
 // Error bound of fp32_blocks (and so of the fast path) against exact, with u = 2^-24,
 // gamma(n) = n u / (1 - n u), L the K-block length and J = ceil(K / L) the number of blocks:
@@ -119,13 +119,13 @@ void reference_run(const problem& p, std::span<const float> bias, std::span<Out>
 inline void gemm_reference(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
                            std::span<const float> bias, std::span<float> out,
                            gemm_accumulation mode = gemm_accumulation::exact) {
-  const auto p = detail::gemm::make_problem(a, b, layout, bias, out.size());
+  const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), out.size());
   detail::gemm::reference_run(p, bias, out, mode);
 }
 inline void gemm_reference(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
                            std::span<const float> bias, std::span<bfloat16> out,
                            gemm_accumulation mode = gemm_accumulation::exact) {
-  const auto p = detail::gemm::make_problem(a, b, layout, bias, out.size());
+  const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), out.size());
   detail::gemm::reference_run(p, bias, out, mode);
 }
 
@@ -133,8 +133,9 @@ inline void gemm_reference(const quantized_tensor_view& a, const quantized_tenso
 [[nodiscard]] inline std::vector<double> gemm_reference_exact_double(const quantized_tensor_view& a,
                                                                      const quantized_tensor_view& b, gemm_layout layout,
                                                                      std::span<const float> bias = {}) {
-  const auto p = detail::gemm::make_problem(a, b, layout, bias, a.rows * (layout == gemm_layout::kn ? b.cols : b.rows));
-  std::vector<double> r(p.m * p.n);
+  const std::size_t mn = checked_mul(a.rows, layout == gemm_layout::kn ? b.cols : b.rows, "gemm: output M x N");
+  const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), mn);
+  std::vector<double> r(mn);
   for (std::size_t m = 0; m < p.m; ++m)
     for (std::size_t n = 0; n < p.n; ++n) r[m * p.n + n] = detail::gemm::exact_one(p, m, n, bias).round(53, -1022, 1024);
   return r;

@@ -1,7 +1,9 @@
 #pragma once
 
-// Reader and writer for NumPy .npy files, std only. It exists so tests, examples and tools can
-// exchange tensors with numpy/ml_dtypes without a Python dependency at run time.
+// Reader and writer for NumPy .npy files. It exists so tests, examples and tools can exchange
+// tensors with numpy/ml_dtypes without a Python dependency at run time. float16 elements are
+// decoded by the library's own float16 (io/elements.hpp); files are read only when they are
+// regular files and written all-or-nothing (io/files.hpp).
 //
 // File layout (numpy/lib/format.py, NEP 1):
 //   bytes 0..5   magic "\x93NUMPY"
@@ -38,7 +40,9 @@
 #include <utility>
 #include <vector>
 
+#include "elements.hpp"
 #include "error.hpp"
+#include "files.hpp"
 
 namespace minifloat {
 
@@ -49,7 +53,7 @@ static_assert(std::endian::native == std::endian::little,
               "without byte swapping");
 
 // Element types a .npy file may hold here. float16 has no C++20 type, so its elements travel as
-// std::uint16_t bit patterns (IEEE 754 binary16).
+// std::uint16_t bit patterns (IEEE 754 binary16, minifloat::float16 decodes them).
 // GCC's -Wshadow flags npy_dtype::float16 against minifloat::float16 although a scoped
 // enumerator cannot shadow anything.
 #if defined(__GNUC__)
@@ -60,6 +64,37 @@ enum class npy_dtype : std::uint8_t { float32, float64, float16, uint8, uint16, 
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop
 #endif
+
+// The one dtype table of the reader and writer: what each npy_dtype is called, how numpy spells
+// it (the descr written; '|' marks types without a byte order), its size and how it becomes
+// float32. Indexed by the enumerator.
+struct npy_dtype_info {
+  npy_dtype dtype;
+  std::string_view name;   // the enumerator's own name
+  std::string_view descr;  // as np.save writes it
+  std::size_t item_size;
+  element_decoding decoding;
+};
+
+inline constexpr std::array<npy_dtype_info, 7> npy_dtype_table{{
+    {npy_dtype::float32, "float32", "<f4", 4, element_decoding::float32},
+    {npy_dtype::float64, "float64", "<f8", 8, element_decoding::float64},
+    {npy_dtype::float16, "float16", "<f2", 2, element_decoding::float16},
+    {npy_dtype::uint8, "uint8", "|u1", 1, element_decoding::none},
+    {npy_dtype::uint16, "uint16", "<u2", 2, element_decoding::none},
+    {npy_dtype::int8, "int8", "|i1", 1, element_decoding::none},
+    {npy_dtype::int32, "int32", "<i4", 4, element_decoding::none},
+}};
+
+namespace detail {
+[[nodiscard]] constexpr bool npy_known(npy_dtype dtype) noexcept {
+  return static_cast<std::size_t>(dtype) < npy_dtype_table.size();
+}
+// The table row of a known dtype (check npy_known first).
+[[nodiscard]] constexpr const npy_dtype_info& npy_row(npy_dtype dtype) noexcept {
+  return npy_dtype_table[static_cast<std::size_t>(dtype)];
+}
+}  // namespace detail
 
 // C++ element types that map onto an npy_dtype (std::uint16_t also carries float16 bits).
 template <class T>
@@ -85,65 +120,22 @@ inline constexpr npy_dtype npy_dtype_of = [] {
 
 // Bytes per element; 0 for a value outside the enum (so callers can reject it).
 [[nodiscard]] constexpr std::size_t npy_item_size(npy_dtype dtype) noexcept {
-  switch (dtype) {
-    case npy_dtype::float32:
-      return 4;
-    case npy_dtype::float64:
-      return 8;
-    case npy_dtype::float16:
-      return 2;
-    case npy_dtype::uint8:
-      return 1;
-    case npy_dtype::uint16:
-      return 2;
-    case npy_dtype::int8:
-      return 1;
-    case npy_dtype::int32:
-      return 4;
-  }
-  return 0;
+  return detail::npy_known(dtype) ? detail::npy_row(dtype).item_size : 0;
 }
 
 // The descr numpy writes for the dtype ('|' marks types without a byte order); "" if invalid.
 [[nodiscard]] constexpr std::string_view npy_descr(npy_dtype dtype) noexcept {
-  switch (dtype) {
-    case npy_dtype::float32:
-      return "<f4";
-    case npy_dtype::float64:
-      return "<f8";
-    case npy_dtype::float16:
-      return "<f2";
-    case npy_dtype::uint8:
-      return "|u1";
-    case npy_dtype::uint16:
-      return "<u2";
-    case npy_dtype::int8:
-      return "|i1";
-    case npy_dtype::int32:
-      return "<i4";
-  }
-  return "";
+  return detail::npy_known(dtype) ? detail::npy_row(dtype).descr : "";
 }
 
 // The enumerator's own name ("float32", ...); "invalid" for a value outside the enum.
 [[nodiscard]] constexpr std::string_view npy_dtype_name(npy_dtype dtype) noexcept {
-  switch (dtype) {
-    case npy_dtype::float32:
-      return "float32";
-    case npy_dtype::float64:
-      return "float64";
-    case npy_dtype::float16:
-      return "float16";
-    case npy_dtype::uint8:
-      return "uint8";
-    case npy_dtype::uint16:
-      return "uint16";
-    case npy_dtype::int8:
-      return "int8";
-    case npy_dtype::int32:
-      return "int32";
-  }
-  return "invalid";
+  return detail::npy_known(dtype) ? detail::npy_row(dtype).name : "invalid";
+}
+
+// True for the dtypes to_float32 converts (float32, float64, float16).
+[[nodiscard]] constexpr bool npy_is_float(npy_dtype dtype) noexcept {
+  return detail::npy_known(dtype) && detail::npy_row(dtype).decoding != element_decoding::none;
 }
 
 namespace detail {
@@ -507,34 +499,22 @@ class npy_header_parser {
                             "'; expected one of '<f2', '<f4', '<f8', '|u1', '<u2', '|i1' or '<i4'");
 }
 
-// Maps a descr onto a supported dtype or explains why it is not supported.
+// Maps a descr onto a supported dtype (through npy_dtype_table) or explains why it is not
+// supported.
 [[nodiscard]] inline npy_dtype npy_dtype_from_descr(std::string_view descr, std::string_view name) {
   if (descr.size() != 3) throw_npy_unsupported_dtype(descr, name);
   const std::string_view type = descr.substr(1);
-  npy_dtype dtype{};
-  if (type == "f2")
-    dtype = npy_dtype::float16;
-  else if (type == "f4")
-    dtype = npy_dtype::float32;
-  else if (type == "f8")
-    dtype = npy_dtype::float64;
-  else if (type == "u1")
-    dtype = npy_dtype::uint8;
-  else if (type == "u2")
-    dtype = npy_dtype::uint16;
-  else if (type == "i1")
-    dtype = npy_dtype::int8;
-  else if (type == "i4")
-    dtype = npy_dtype::int32;
-  else
-    throw_npy_unsupported_dtype(descr, name);
+  const npy_dtype_info* info = nullptr;
+  for (const auto& e : npy_dtype_table)
+    if (e.descr.substr(1) == type) info = &e;
+  if (info == nullptr) throw_npy_unsupported_dtype(descr, name);
 
   const char order = descr[0];
   // Byte order means nothing for one-byte types, so any order mark reads the same bytes.
-  if (npy_item_size(dtype) == 1 && (order == '<' || order == '>' || order == '|' || order == '=')) return dtype;
+  if (info->item_size == 1 && (order == '<' || order == '>' || order == '|' || order == '=')) return info->dtype;
   // numpy writes '<' on little-endian machines; '|' ("not applicable") is accepted for
   // hand-written files, and numpy itself reads it as native order, which is ours.
-  if (order == '<' || order == '|') return dtype;
+  if (order == '<' || order == '|') return info->dtype;
   if (order == '>') {
     throw_npy_error(name, "big-endian not supported (descr '" + std::string(descr) + "'); expected '<" +
                               std::string(type) + "' (convert with arr.astype(arr.dtype.newbyteorder('<')))");
@@ -633,51 +613,6 @@ inline void check_npy_data_size(const npy_layout& layout, std::size_t available,
   return out;
 }
 
-// IEEE 754 binary16 bits to float, exactly. Every binary16 value is representable in binary32
-// (its 8 exponent bits span 2^-149..2^127, its 23 fraction bits hold the 10), so decoding is
-// rebiasing plus shifting; binary16 subnormals become binary32 normals.
-//   binary16: s eeeee ffffffffff, bias 15    binary32: s eeeeeeee fffffffffffffffffffffff, bias 127
-[[nodiscard]] constexpr float float16_bits_to_float(std::uint16_t bits) noexcept {
-  const std::uint32_t b = bits;
-  const std::uint32_t sign = (b & 0x8000u) << 16;
-  const std::uint32_t exponent = (b >> 10) & 0x1Fu;
-  const std::uint32_t fraction = b & 0x3FFu;
-  std::uint32_t out = 0;
-  if (exponent == 0x1F) {
-    // Inf or NaN. Shifting the fraction keeps the NaN payload and maps the binary16 quiet
-    // bit (bit 9) onto the binary32 quiet bit (bit 22).
-    out = sign | 0x7F800000u | (fraction << 13);
-  } else if (exponent != 0) {
-    out = sign | ((exponent + (127 - 15)) << 23) | (fraction << 13);
-  } else if (fraction == 0) {
-    out = sign;  // +-0
-  } else {
-    // Subnormal: value = fraction * 2^-24. With its leading 1 at bit p (0..9) that is
-    // 1.xxx * 2^(p - 24), so the binary32 exponent field is p - 24 + 127 = p + 103, and the
-    // bits below p, moved up to the top of the 23-bit fraction, are the fraction.
-    const auto p = static_cast<std::uint32_t>(std::bit_width(fraction)) - 1;
-    out = sign | ((p + 103) << 23) | ((fraction << (23 - p)) & 0x7FFFFFu);
-  }
-  return std::bit_cast<float>(out);
-}
-
-// double to float with IEEE round-to-nearest-even, overflow included. C++ leaves converting a
-// finite double beyond float's range undefined ([conv.double]) even though IEEE 754 defines it,
-// so overflow is spelled out: |x| >= 2^128 - 2^103 (halfway from FLT_MAX = 2^128 - 2^104 to
-// 2^128, where ties go to the even 2^128, i.e. infinity) becomes infinity, anything below that
-// and above FLT_MAX rounds down to FLT_MAX.
-[[nodiscard]] inline float double_to_float(double x) noexcept {
-  constexpr double overflow_threshold = 0x1.ffffffp127;  // 2^128 - 2^103
-  constexpr float max = std::numeric_limits<float>::max();
-  constexpr float inf = std::numeric_limits<float>::infinity();
-  if (std::isnan(x)) return static_cast<float>(x);  // NaN converts fine; keeps sign, quiets
-  if (x >= overflow_threshold) return inf;
-  if (x <= -overflow_threshold) return -inf;
-  if (x > static_cast<double>(max)) return max;
-  if (x < -static_cast<double>(max)) return -max;
-  return static_cast<float>(x);
-}
-
 // Reads exactly size bytes or reports how many came.
 [[nodiscard]] inline std::size_t npy_read_some(std::ifstream& in, char* out, std::size_t size) {
   in.read(out, static_cast<std::streamsize>(size));
@@ -755,14 +690,12 @@ struct npy_array {
   return array;
 }
 
-// Reads a .npy file. The header is validated against the file size before the data buffer is
-// allocated, so a corrupt shape cannot trigger a huge allocation.
+// Reads a .npy file. Only a regular file is opened (a FIFO or device would never end); the
+// header is validated against the file size before the data buffer is allocated, so a corrupt
+// shape cannot trigger a huge allocation.
 [[nodiscard]] inline npy_array read_npy(const std::filesystem::path& path) {
   const std::string name = path.string();
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) {
-    detail::throw_npy_error(name, "is a directory; expected a .npy file");
-  }
+  require_regular_file(path, "a .npy file");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in)
@@ -825,27 +758,22 @@ struct npy_array {
   return out;
 }
 
-// Writes a .npy file, byte-identical to np.save for the same array. On failure the partial file
-// is removed, so a later read cannot mistake it for a valid (if truncated) array.
+// Stages a .npy file, byte-identical to np.save for the same array, in an output batch
+// (io/files.hpp): nothing appears at `path` until the batch is committed.
+inline void write_npy(output_batch& batch, const std::filesystem::path& path, npy_dtype dtype,
+                      std::span<const std::size_t> shape, std::span<const std::byte> data) {
+  const std::string header = detail::make_npy_header(dtype, shape, data.size(), path.string());
+  batch.stage(path, {std::as_bytes(std::span<const char>(header.data(), header.size())), data});
+}
+
+// Writes a .npy file, byte-identical to np.save for the same array, all-or-nothing: the bytes go
+// to a temporary file next to `path` that replaces it only once completely written, so a failed
+// write (full disk, unwritable folder) leaves whatever was at `path` as it was.
 inline void write_npy(const std::filesystem::path& path, npy_dtype dtype, std::span<const std::size_t> shape,
                       std::span<const std::byte> data) {
-  const std::string name = path.string();
-  const std::string header = detail::make_npy_header(dtype, shape, data.size(), name);
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out)
-    detail::throw_npy_error(name,
-                            "cannot open for writing" + detail::npy_errno_suffix(errno) + "; expected a writable path");
-  out.write(header.data(), static_cast<std::streamsize>(header.size()));
-  out.write(reinterpret_cast<const char*>(data.data()), static_cast<std::streamsize>(data.size()));
-  out.close();
-  if (!out) {
-    const int error = errno;
-    std::error_code ignored;
-    std::filesystem::remove(path, ignored);
-    detail::throw_npy_error(name, "write failed" + detail::npy_errno_suffix(error) + "; expected " +
-                                      std::to_string(header.size() + data.size()) + " bytes to be written");
-  }
+  output_batch batch;
+  write_npy(batch, path, dtype, shape, data);
+  batch.commit();
 }
 
 inline void write_npy(const std::filesystem::path& path, const npy_array& array) {
@@ -859,6 +787,14 @@ requires std::ranges::sized_range<Values> && npy_element<std::ranges::range_valu
 void write_npy(const std::filesystem::path& path, std::span<const std::size_t> shape, const Values& values) {
   using value_type = std::ranges::range_value_t<Values>;
   write_npy(path, npy_dtype_of<value_type>, shape,
+            std::as_bytes(std::span(std::ranges::data(values), std::ranges::size(values))));
+}
+template <std::ranges::contiguous_range Values>
+requires std::ranges::sized_range<Values> && npy_element<std::ranges::range_value_t<Values>>
+void write_npy(output_batch& batch, const std::filesystem::path& path, std::span<const std::size_t> shape,
+               const Values& values) {
+  using value_type = std::ranges::range_value_t<Values>;
+  write_npy(batch, path, npy_dtype_of<value_type>, shape,
             std::as_bytes(std::span(std::ranges::data(values), std::ranges::size(values))));
 }
 
@@ -879,36 +815,24 @@ void write_npy(const std::filesystem::path& path, npy_dtype dtype, std::span<con
   write_npy(path, dtype, shape, std::as_bytes(std::span(std::ranges::data(values), std::ranges::size(values))));
 }
 
-// The elements of a floating-point array as float: float32 as is, float16 exactly, float64
-// rounded to nearest even (overflow to infinity). Integer dtypes throw io_error: they are not
-// float inputs, and int32 would not even convert exactly.
-[[nodiscard]] inline std::vector<float> to_float32(const npy_array& array) {
-  switch (array.dtype) {
-    case npy_dtype::float32: {
-      const std::span<const float> values = array.as<float>();
-      return std::vector<float>(values.begin(), values.end());
-    }
-    case npy_dtype::float64: {
-      std::vector<float> out;
-      out.reserve(array.size());
-      for (const double x : array.as<double>()) out.push_back(detail::double_to_float(x));
-      return out;
-    }
-    case npy_dtype::float16: {
-      std::vector<float> out;
-      out.reserve(array.size());
-      for (const std::uint16_t bits : array.as<std::uint16_t>()) out.push_back(detail::float16_bits_to_float(bits));
-      return out;
-    }
-    case npy_dtype::uint8:
-    case npy_dtype::uint16:
-    case npy_dtype::int8:
-    case npy_dtype::int32:
-      break;
-  }
-  detail::throw_npy_error("to_float32", "the array holds '" + std::string(npy_descr(array.dtype)) + "' (" +
-                                            std::string(npy_dtype_name(array.dtype)) +
-                                            "); expected a floating-point dtype '<f2', '<f4' or '<f8'");
+// The elements of a floating-point array as float: float32 as is, float16 exactly (through
+// minifloat::float16), float64 rounded to nearest even (overflow to infinity). Integer dtypes
+// throw io_error naming `name` (the file): they are not float inputs, and int32 would not even
+// convert exactly. `overflows` (optional) receives the count of finite float64 elements that
+// became +-Inf.
+[[nodiscard]] inline std::vector<float> to_float32(const npy_array& array, std::string_view name = "to_float32",
+                                                   std::size_t* overflows = nullptr) {
+  if (!npy_is_float(array.dtype))
+    detail::throw_npy_error(name, "the array holds '" + std::string(npy_descr(array.dtype)) + "' (" +
+                                      std::string(npy_dtype_name(array.dtype)) +
+                                      "); expected a floating-point dtype '<f2', '<f4' or '<f8'");
+  const npy_dtype_info& info = detail::npy_row(array.dtype);
+  const std::size_t count = array.size();
+  if (array.data.size() / info.item_size != count || array.data.size() % info.item_size != 0)
+    detail::throw_npy_error(name, "data has " + std::to_string(array.data.size()) + " bytes but shape " +
+                                      detail::npy_shape_repr(array.shape) + " needs " +
+                                      std::to_string(count * info.item_size) + "; expected them to match");
+  return decode_elements(info.decoding, array.data, detail::npy_printable(name, false), overflows);
 }
 
 }  // namespace minifloat

@@ -21,10 +21,14 @@
 //
 // Dtypes: the 15 of the reference's Dtype enum are known (BOOL U8 I8 F8_E5M2 F8_E4M3 I16 U16 F16
 // BF16 I32 U32 F32 F64 I64 U64); any other string is an "unknown dtype" error. Converting to
-// float32 is offered for F32, F16, BF16 (exact) and F64 (rounded to nearest even).
+// float32 is offered for F32, F16, BF16, F8_E4M3, F8_E5M2 (exact, through the library's own
+// float16, bfloat16, float8_e4m3fn and float8_e5m2: io/elements.hpp) and F64 (rounded to nearest
+// even). Files are read only when they are regular files and written all-or-nothing
+// (io/files.hpp).
 
-#include <minifloat/io/error.hpp>
-#include <minifloat/io/npy.hpp>  // detail::float16_bits_to_float, detail::double_to_float
+#include "elements.hpp"
+#include "error.hpp"
+#include "files.hpp"
 
 #include <algorithm>
 #include <array>
@@ -54,28 +58,53 @@ enum class safetensors_dtype : std::uint8_t {
   BOOL, U8, I8, F8_E5M2, F8_E4M3, I16, U16, F16, BF16, I32, U32, F32, F64, I64, U64
 };
 
-inline constexpr std::array<std::pair<std::string_view, std::size_t>, 15> safetensors_dtype_table{{
-    {"BOOL", 1}, {"U8", 1}, {"I8", 1}, {"F8_E5M2", 1}, {"F8_E4M3", 1}, {"I16", 2}, {"U16", 2}, {"F16", 2},
-    {"BF16", 2}, {"I32", 4}, {"U32", 4}, {"F32", 4}, {"F64", 8}, {"I64", 8}, {"U64", 8},
+/// The one dtype table of the reader and writer, indexed by the enumerator: the name the file
+/// spells, the element size and how the elements become float32.
+struct safetensors_dtype_info {
+  std::string_view name;
+  std::size_t item_size;
+  element_decoding decoding;
+};
+
+inline constexpr std::array<safetensors_dtype_info, 15> safetensors_dtype_table{{
+    {"BOOL", 1, element_decoding::none},
+    {"U8", 1, element_decoding::none},
+    {"I8", 1, element_decoding::none},
+    {"F8_E5M2", 1, element_decoding::float8_e5m2},
+    {"F8_E4M3", 1, element_decoding::float8_e4m3fn},
+    {"I16", 2, element_decoding::none},
+    {"U16", 2, element_decoding::none},
+    {"F16", 2, element_decoding::float16},
+    {"BF16", 2, element_decoding::bfloat16},
+    {"I32", 4, element_decoding::none},
+    {"U32", 4, element_decoding::none},
+    {"F32", 4, element_decoding::float32},
+    {"F64", 8, element_decoding::float64},
+    {"I64", 8, element_decoding::none},
+    {"U64", 8, element_decoding::none},
 }};
 
 [[nodiscard]] constexpr std::string_view safetensors_dtype_name(safetensors_dtype d) noexcept {
   const auto i = static_cast<std::size_t>(d);
-  return i < safetensors_dtype_table.size() ? safetensors_dtype_table[i].first : "invalid";
+  return i < safetensors_dtype_table.size() ? safetensors_dtype_table[i].name : "invalid";
 }
 [[nodiscard]] constexpr std::size_t safetensors_item_size(safetensors_dtype d) noexcept {
   const auto i = static_cast<std::size_t>(d);
-  return i < safetensors_dtype_table.size() ? safetensors_dtype_table[i].second : 0;
+  return i < safetensors_dtype_table.size() ? safetensors_dtype_table[i].item_size : 0;
 }
 [[nodiscard]] constexpr std::optional<safetensors_dtype> parse_safetensors_dtype(std::string_view s) noexcept {
   for (std::size_t i = 0; i < safetensors_dtype_table.size(); ++i)
-    if (safetensors_dtype_table[i].first == s) return static_cast<safetensors_dtype>(i);
+    if (safetensors_dtype_table[i].name == s) return static_cast<safetensors_dtype>(i);
   return std::nullopt;
+}
+/// How safetensors_to_float32 decodes the dtype (none: not floating point).
+[[nodiscard]] constexpr element_decoding safetensors_decoding(safetensors_dtype d) noexcept {
+  const auto i = static_cast<std::size_t>(d);
+  return i < safetensors_dtype_table.size() ? safetensors_dtype_table[i].decoding : element_decoding::none;
 }
 /// True for the dtypes safetensors_to_float32 converts.
 [[nodiscard]] constexpr bool safetensors_is_float(safetensors_dtype d) noexcept {
-  return d == safetensors_dtype::F32 || d == safetensors_dtype::F16 || d == safetensors_dtype::BF16 ||
-         d == safetensors_dtype::F64;
+  return safetensors_decoding(d) != element_decoding::none;
 }
 
 struct safetensors_tensor_info {
@@ -565,6 +594,7 @@ class st_json_reader {
 /// Reads and validates the header of a file on disk (the data is not read).
 [[nodiscard]] inline safetensors_header read_safetensors_header(const std::filesystem::path& path) {
   const std::string file = path.string();
+  require_regular_file(path, "a .safetensors file");
   errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) detail::throw_st_error(file, "cannot open for reading" + detail::st_errno_suffix(errno) +
@@ -591,8 +621,17 @@ class st_json_reader {
   const std::string file = path.string();
   if (t.end < t.begin || t.end > h.data_size)
     detail::throw_st_error(file, "tensor \"" + detail::st_printable(t.name) + "\" is not inside the data buffer");
+  require_regular_file(path, "a .safetensors file");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) detail::throw_st_error(file, "cannot open for reading" + detail::st_errno_suffix(errno));
+  // The header must describe this file as it is now, or the offsets mean nothing.
+  in.seekg(0, std::ios::end);
+  const std::streamoff end = in.tellg();
+  if (!in || end < 0 || static_cast<std::uintmax_t>(end) != h.data_offset + h.data_size)
+    detail::throw_st_error(file, "the file has " + std::to_string(end) + " bytes but its header describes " +
+                                     std::to_string(h.data_offset + h.data_size) +
+                                     "; expected the header read from this file (file changed?)");
   std::vector<std::byte> out(t.end - t.begin);
   in.seekg(static_cast<std::streamoff>(h.data_offset + t.begin), std::ios::beg);
   in.read(reinterpret_cast<char*>(out.data()), static_cast<std::streamsize>(out.size()));
@@ -605,6 +644,8 @@ class st_json_reader {
 /// Reads a whole file into memory and parses it.
 [[nodiscard]] inline safetensors_file read_safetensors(const std::filesystem::path& path) {
   const std::string file = path.string();
+  require_regular_file(path, "a .safetensors file");
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
   if (!in) detail::throw_st_error(file, "cannot open for reading" + detail::st_errno_suffix(errno) +
                                             "; expected a readable .safetensors file");
@@ -612,46 +653,19 @@ class st_json_reader {
   return parse_safetensors(std::as_bytes(std::span<const char>(chars)), file);
 }
 
-/// The elements of a floating-point tensor as float: F32 as is, F16 and BF16 exactly, F64 rounded
-/// to nearest even (overflow to infinity). Other dtypes are an io_error.
+/// The elements of a floating-point tensor as float: F32 as is, F16, BF16, F8_E4M3 and F8_E5M2
+/// exactly (the library's own types), F64 rounded to nearest even (overflow to infinity). Other
+/// dtypes are an io_error.
 [[nodiscard]] inline std::vector<float> safetensors_to_float32(safetensors_dtype dtype, std::span<const std::byte> bytes,
-                                                               std::string_view what = "<tensor>") {
-  const std::size_t item = safetensors_item_size(dtype);
+                                                               std::string_view what = "<tensor>",
+                                                               std::size_t* overflows = nullptr) {
   if (!safetensors_is_float(dtype))
     detail::throw_st_error(what, "dtype " + std::string(safetensors_dtype_name(dtype)) +
-                                     " is not a floating-point type; expected F32, F16, BF16 or F64");
-  if (bytes.size() % item != 0)
+                                     " is not a floating-point type; expected F32, F16, BF16, F8_E4M3, F8_E5M2 or F64");
+  if (bytes.size() % safetensors_item_size(dtype) != 0)
     detail::throw_st_error(what, std::to_string(bytes.size()) + " bytes are not a whole number of " +
                                      std::string(safetensors_dtype_name(dtype)) + " elements");
-  const std::size_t n = bytes.size() / item;
-  std::vector<float> out(n);
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  for (std::size_t i = 0; i < n; ++i) {
-    const unsigned char* e = p + i * item;
-    switch (dtype) {
-      case safetensors_dtype::F32: {
-        std::uint32_t b = 0;
-        std::memcpy(&b, e, 4);
-        out[i] = std::bit_cast<float>(b);
-        break;
-      }
-      case safetensors_dtype::BF16: {
-        const auto b = static_cast<std::uint32_t>(e[0] | (e[1] << 8));
-        out[i] = std::bit_cast<float>(b << 16);
-        break;
-      }
-      case safetensors_dtype::F16:
-        out[i] = detail::float16_bits_to_float(static_cast<std::uint16_t>(e[0] | (e[1] << 8)));
-        break;
-      default: {  // F64
-        std::uint64_t b = 0;
-        std::memcpy(&b, e, 8);
-        out[i] = detail::double_to_float(std::bit_cast<double>(b));
-        break;
-      }
-    }
-  }
-  return out;
+  return decode_elements(safetensors_decoding(dtype), bytes, detail::st_printable(what, 200), overflows);
 }
 
 /// One tensor to write: name, dtype, shape and exactly prod(shape) * itemsize little-endian bytes.
@@ -737,20 +751,21 @@ inline void st_json_string(std::string& out, std::string_view s) {
   return out;
 }
 
-/// Writes serialize_safetensors(...) to a file; a failed write removes the partial file.
-inline void write_safetensors(const std::filesystem::path& path, std::vector<safetensors_entry> tensors,
+/// Stages serialize_safetensors(...) in an output batch (io/files.hpp).
+inline void write_safetensors(output_batch& batch, const std::filesystem::path& path,
+                              std::vector<safetensors_entry> tensors,
                               const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
   const auto bytes = serialize_safetensors(std::move(tensors), metadata);
-  errno = 0;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  if (!out) detail::throw_st_error(path.string(), "cannot open for writing" + detail::st_errno_suffix(errno));
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-  out.close();
-  if (!out) {
-    std::error_code ignored;
-    std::filesystem::remove(path, ignored);
-    detail::throw_st_error(path.string(), "write failed" + detail::st_errno_suffix(errno));
-  }
+  batch.stage(path, {std::span<const std::byte>(bytes)});
+}
+
+/// Writes serialize_safetensors(...) to a file, all-or-nothing: a failed write leaves whatever
+/// was at `path` as it was.
+inline void write_safetensors(const std::filesystem::path& path, std::vector<safetensors_entry> tensors,
+                              const std::vector<std::pair<std::string, std::string>>& metadata = {}) {
+  output_batch batch;
+  write_safetensors(batch, path, std::move(tensors), metadata);
+  batch.commit();
 }
 
 }  // namespace minifloat

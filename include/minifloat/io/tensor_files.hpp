@@ -8,9 +8,11 @@
 //   1-D (n)        1 x n          one row
 //   4-D (O,I,h,w)  O x (I*h*w)    a convolution weight: one row per output channel
 //   other N-D      prod(leading) x last
-#include <minifloat/io/error.hpp>
-#include <minifloat/io/npy.hpp>
-#include <minifloat/io/safetensors.hpp>
+#include "../core/checked.hpp"
+#include "error.hpp"
+#include "files.hpp"
+#include "npy.hpp"
+#include "safetensors.hpp"
 
 #include <algorithm>
 #include <cstddef>
@@ -43,6 +45,7 @@ struct loaded_tensor {
   std::string dtype;
   std::size_t rows = 0, cols = 0;
   std::vector<float> values;  // rows * cols, row-major
+  std::size_t float32_overflows = 0;  // finite float64 elements too large for float32 (now +-Inf)
 };
 
 /// How an N-D tensor becomes the rows x cols matrix that scales are laid over.
@@ -61,22 +64,38 @@ enum class flatten_mode : std::uint8_t {
   return shape.size() == 4 ? flatten_mode::first_axis : flatten_mode::last_axis;
 }
 
-/// Rows x cols of the matrix view of `shape`: a scalar is 1x1 and a 1-D tensor one row.
+namespace detail {
+/// prod(shape[first, last)), a shape_error if it does not fit in std::size_t. Unlike the element
+/// count, a zero extent elsewhere does not excuse it: the factor itself is a matrix extent.
+[[nodiscard]] inline std::size_t extent_product(std::span<const std::size_t> shape, std::size_t first,
+                                                std::size_t last) {
+  std::size_t r = 1;
+  for (std::size_t i = first; i < last; ++i) {
+    const auto p = checked_mul_or(r, shape[i]);
+    if (!p) {
+      std::string text;
+      for (std::size_t j = first; j < last; ++j) text += (j == first ? "" : " x ") + std::to_string(shape[j]);
+      throw shape_error("matrix view: " + text + " does not fit in a 64-bit size; expected a shape whose rows and "
+                        "columns are representable");
+    }
+    r = *p;
+  }
+  return r;
+}
+}  // namespace detail
+
+/// Rows x cols of the matrix view of `shape`: a scalar is 1x1 and a 1-D tensor one row. A row
+/// or column count beyond std::size_t is a shape_error.
 [[nodiscard]] inline std::pair<std::size_t, std::size_t> matrix_shape(std::span<const std::size_t> shape,
-                                                                      flatten_mode mode) noexcept {
+                                                                      flatten_mode mode) {
   if (shape.empty()) return {1, 1};
   if (shape.size() == 1) return {1, shape[0]};
-  std::size_t rest = 1;
-  if (mode == flatten_mode::first_axis) {
-    for (std::size_t i = 1; i < shape.size(); ++i) rest *= shape[i];
-    return {shape[0], rest};
-  }
-  for (std::size_t i = 0; i + 1 < shape.size(); ++i) rest *= shape[i];
-  return {rest, shape.back()};
+  if (mode == flatten_mode::first_axis) return {shape[0], detail::extent_product(shape, 1, shape.size())};
+  return {detail::extent_product(shape, 0, shape.size() - 1), shape.back()};
 }
 
 /// The matrix view analyze uses (analysis_flatten).
-[[nodiscard]] inline std::pair<std::size_t, std::size_t> matrix_shape(std::span<const std::size_t> shape) noexcept {
+[[nodiscard]] inline std::pair<std::size_t, std::size_t> matrix_shape(std::span<const std::size_t> shape) {
   return matrix_shape(shape, analysis_flatten(shape));
 }
 
@@ -96,7 +115,9 @@ namespace detail {
     const fs::path p(a);
     std::error_code ec;
     const auto st = fs::status(p, ec);
-    if (ec || !fs::exists(st)) throw io_error(a + ": no such file or directory; expected a .npy or .safetensors file or a directory");
+    if (ec || !fs::exists(st))
+      throw io_error(detail::printable_text(a) +
+                     ": no such file or directory; expected a .npy or .safetensors file or a directory");
     if (fs::is_directory(st)) {
       std::vector<fs::path> found;
       for (const auto& e : fs::directory_iterator(p)) {
@@ -104,13 +125,14 @@ namespace detail {
         if (detail::has_extension(e.path(), ".npy") || detail::has_extension(e.path(), ".safetensors"))
           found.push_back(e.path());
       }
-      if (found.empty()) throw io_error(a + ": directory holds no .npy or .safetensors file");
+      if (found.empty()) throw io_error(detail::printable_text(a) + ": directory holds no .npy or .safetensors file");
       std::sort(found.begin(), found.end(),
                 [](const fs::path& x, const fs::path& y) { return x.filename().string() < y.filename().string(); });
       out.insert(out.end(), found.begin(), found.end());
     } else {
       if (!detail::has_extension(p, ".npy") && !detail::has_extension(p, ".safetensors"))
-        throw io_error(a + ": unknown file type; expected a name ending in .npy or .safetensors");
+        throw io_error(detail::printable_text(a) + ": unknown file type; expected a name ending in .npy or .safetensors");
+      require_regular_file(p, "a .npy or .safetensors file");
       out.push_back(p);
     }
   }
@@ -118,7 +140,7 @@ namespace detail {
 }
 
 /// The tensors in `files`: one per .npy file, and each floating-point tensor (F32, F16, BF16,
-/// F64) of a .safetensors file in name order; other dtypes are reported in `skipped` (as
+/// F8_E4M3, F8_E5M2, F64) of a .safetensors file in name order; other dtypes are reported in `skipped` (as
 /// "file:tensor (DTYPE)") rather than failing. safetensors headers are validated here.
 /// Display names that would repeat get their parent folder (and file) as a prefix.
 [[nodiscard]] inline std::vector<tensor_source> list_tensor_sources(const std::vector<std::filesystem::path>& files,
@@ -159,23 +181,26 @@ namespace detail {
   return out;
 }
 
-/// Loads one tensor as float32 (.npy: float32, float64 or float16; .safetensors: F32, F16, BF16, F64).
+/// Loads one tensor as float32 (.npy: float32, float64 or float16; .safetensors: F32, F16, BF16,
+/// F8_E4M3, F8_E5M2, F64).
 [[nodiscard]] inline loaded_tensor load_tensor(const tensor_source& s) {
   loaded_tensor t;
   t.name = s.name;
   if (s.kind == tensor_file_kind::npy) {
     const npy_array a = read_npy(s.file);
-    if (a.dtype != npy_dtype::float32 && a.dtype != npy_dtype::float64 && a.dtype != npy_dtype::float16)
-      throw io_error(s.file.string() + ": dtype '" + std::string(npy_descr(a.dtype)) +
+    if (!npy_is_float(a.dtype))
+      throw io_error(detail::path_text(s.file) + ": dtype '" + std::string(npy_descr(a.dtype)) +
                      "' is not floating point; expected '<f4', '<f8' or '<f2'");
-    t.values = to_float32(a);
+    t.values = to_float32(a, s.file.string(), &t.float32_overflows);
     t.shape = a.shape;
     t.dtype = std::string(npy_dtype_name(a.dtype));
   } else {
     const safetensors_header h = read_safetensors_header(s.file);
     const safetensors_tensor_info* info = h.find(s.tensor);
-    if (info == nullptr) throw io_error(s.file.string() + ": no tensor \"" + s.tensor + "\" (file changed?)");
-    t.values = safetensors_to_float32(info->dtype, read_safetensors_bytes(s.file, h, *info), s.file.string() + ":" + s.tensor);
+    if (info == nullptr)
+      throw io_error(detail::path_text(s.file) + ": no tensor \"" + detail::printable_text(s.tensor) + "\" (file changed?)");
+    t.values = safetensors_to_float32(info->dtype, read_safetensors_bytes(s.file, h, *info),
+                                      s.file.string() + ":" + s.tensor, &t.float32_overflows);
     t.shape = info->shape;
     t.dtype = std::string(safetensors_dtype_name(info->dtype));
   }

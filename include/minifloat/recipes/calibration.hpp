@@ -20,7 +20,8 @@
 //   y = decode(encode(x / s)) * s        (exactly what quantize_with_scales + dequantize give)
 // MSE = mean((x - y)^2) in double, SQNR = 10 log10(sum x^2 / sum (x - y)^2) dB (+inf if exact).
 // Inf/NaN calibration elements are ignored (counted in `nonfinite`). A group with no finite
-// nonzero element gets s = 1.
+// nonzero element gets s = 1; a group with no finite element at all has SQNR NaN (nothing was
+// measured). A set with no finite element anywhere cannot be calibrated: std::domain_error.
 //
 // The MSE here is computed directly (a double loop); include/minifloat/analysis/ has the
 // general metrics.
@@ -30,6 +31,7 @@
 #include <cstdint>
 #include <limits>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -141,6 +143,7 @@ struct calib_error {
   std::size_t n = 0;
   [[nodiscard]] double mse() const noexcept { return n == 0 ? 0.0 : sum_sq_err / static_cast<double>(n); }
   [[nodiscard]] double sqnr_db() const noexcept {
+    if (n == 0) return std::numeric_limits<double>::quiet_NaN();
     if (sum_sq_err == 0.0) return std::numeric_limits<double>::infinity();
     return 10.0 * std::log10(sum_sq / sum_sq_err);
   }
@@ -277,7 +280,12 @@ inline float abs_percentile(std::vector<float> v, double p) {
       tot_sq += err.sum_sq;
     }
   });
-  res.total_mse = res.elements == 0 ? 0.0 : tot_err / static_cast<double>(res.elements);
+  if (res.elements == 0)
+    throw std::domain_error("calibrate: the calibration set holds no finite value (" +
+                            (res.nonfinite == 0 ? std::string("it is empty")
+                                                : "all " + std::to_string(res.nonfinite) + " elements are NaN or Inf") +
+                            "); expected at least one finite element to choose a scale from");
+  res.total_mse = tot_err / static_cast<double>(res.elements);
   res.total_sqnr_db = tot_err == 0.0 ? std::numeric_limits<double>::infinity() : 10.0 * std::log10(tot_sq / tot_err);
   return res;
 }

@@ -1,10 +1,14 @@
-// SVG charts (structure, escaping, non-finite points) and tensor file handling (directory
+// SVG charts of the CLI (tools/cli/svg.hpp: structure, escaping, non-finite points), the plot
+// data the library computes for them (analysis/plots.hpp), and tensor file handling (directory
 // expansion, matrix views, dispatch by extension).
 #include <minifloat/io/npy.hpp>
 #include <minifloat/io/tensor_files.hpp>
 // (io first: npy.hpp's npy_dtype::float16 would shadow minifloat::float16 under -Wshadow)
 
-#include <minifloat/analysis/svg.hpp>
+#include <minifloat/analysis/analysis.hpp>
+#include <minifloat/analysis/plots.hpp>
+
+#include "cli/svg.hpp"  // tools/ (the drawing lives with the CLI)
 
 #include <catch2/catch.hpp>
 #include <cmath>
@@ -27,7 +31,7 @@ std::size_t count(const std::string& s, std::string_view what) {
 }  // namespace
 
 TEST_CASE("svg: category chart structure", "[analysis][svg]") {
-  minifloat::analysis::svg::chart c;
+  minifloat::cli::svg::chart c;
   c.title = "SQNR <per> tensor & \"more\"";
   c.y_label = "dB";
   c.categories = {"a", "b<c", "d"};
@@ -49,7 +53,7 @@ TEST_CASE("svg: category chart structure", "[analysis][svg]") {
 }
 
 TEST_CASE("svg: step chart with bars and a log axis", "[analysis][svg]") {
-  minifloat::analysis::svg::chart c;
+  minifloat::cli::svg::chart c;
   c.title = "bits";
   c.x = {-2, -1, 0, 1};
   c.steps = true;
@@ -59,7 +63,7 @@ TEST_CASE("svg: step chart with bars and a log axis", "[analysis][svg]") {
   const std::string svg = c.render();
   CHECK(count(svg, "<path ") == 1);
   CHECK(count(svg, "<rect ") >= 3 + 2);  // background, frame, 3 non-zero bars, legend swatch
-  minifloat::analysis::svg::chart l;
+  minifloat::cli::svg::chart l;
   l.categories = {"x", "y"};
   l.log_y = true;
   l.lines.push_back({"z", {0.0, 0.05}, "", false});
@@ -136,4 +140,106 @@ TEST_CASE("tensor files: malformed inputs are io_errors", "[analysis][files]") {
   REQUIRE(s.size() == 2);
   CHECK_THROWS_AS(minifloat::load_tensor(s[0]), minifloat::io_error);
   CHECK_THROWS_WITH(minifloat::load_tensor(s[1]), Catch::Contains("not floating point"));
+}
+
+TEST_CASE("tensor files: matrix views that do not fit are shape errors", "[analysis][files]") {
+  using v = std::vector<std::size_t>;
+  const std::size_t big = std::size_t{1} << 40;
+  // (2^40, 0): an empty tensor with a huge extent is a valid 2^40 x 0 matrix
+  CHECK(minifloat::matrix_shape(v{big, 0}) == std::pair<std::size_t, std::size_t>{big, 0});
+  // (2^40, 2^40, 0): its rows would be 2^80
+  CHECK_THROWS_AS(minifloat::matrix_shape(v{big, big, 0}), minifloat::shape_error);
+  CHECK_THROWS_WITH(minifloat::matrix_shape(v{0, big, big}, minifloat::flatten_mode::first_axis),
+                    Catch::Contains("does not fit in a 64-bit size"));
+}
+
+TEST_CASE("tensor files: FP8 safetensors tensors are decoded by the library's types", "[analysis][files]") {
+  const fs::path dir = fs::temp_directory_path() / "minifloat_test_fp8_safetensors";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::vector<std::byte> e4(256), e5(256);
+  for (std::size_t i = 0; i < 256; ++i) e4[i] = e5[i] = static_cast<std::byte>(i);
+  minifloat::write_safetensors(dir / "f8.safetensors", {{"e4", minifloat::safetensors_dtype::F8_E4M3, {16, 16}, e4},
+                                                        {"e5", minifloat::safetensors_dtype::F8_E5M2, {256}, e5}});
+  const auto sources = minifloat::list_tensor_sources({dir / "f8.safetensors"});
+  REQUIRE(sources.size() == 2);  // both count as floating point now
+  const auto t4 = minifloat::load_tensor(sources[0]);
+  const auto t5 = minifloat::load_tensor(sources[1]);
+  REQUIRE(t4.values.size() == 256);
+  REQUIRE(t5.values.size() == 256);
+  CHECK(t4.dtype == "F8_E4M3");
+  for (std::size_t i = 0; i < 256; ++i) {
+    const float a = static_cast<float>(minifloat::float8_e4m3fn::from_bits(static_cast<std::uint8_t>(i)));
+    const float b = static_cast<float>(minifloat::float8_e5m2::from_bits(static_cast<std::uint8_t>(i)));
+    if (std::isnan(a)) CHECK(std::isnan(t4.values[i]));
+    else CHECK(t4.values[i] == a);
+    if (std::isnan(b)) CHECK(std::isnan(t5.values[i]));
+    else CHECK(t5.values[i] == b);
+  }
+  CHECK(t4.values[0x7E] == 448.0f);
+  CHECK(t5.values[0x7B] == 57344.0f);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("plots: the data the charts draw", "[analysis][plots]") {
+  using namespace minifloat::analysis;
+  // relative exponents: floor(log2 |x|) - floor(log2 amax) of the finite non-zero values
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> x{8.0f, 4.0f, 0.0f, -1.0f, 0.75f, inf, std::nanf("")};
+  const auto rel = relative_exponents(x);
+  CHECK(rel.count(0) == 1);
+  CHECK(rel.count(-1) == 1);
+  CHECK(rel.count(-3) == 1);
+  CHECK(rel.count(-4) == 1);
+  CHECK(rel.total() == 4);
+  CHECK(relative_exponents(std::vector<float>{0.0f, inf}).total() == 0);
+
+  const std::vector<minifloat::named_scheme> schemes{minifloat::parse_scheme("hifloat8/tensor"),
+                                                     minifloat::parse_scheme("hifloat8/channel"),
+                                                     minifloat::parse_scheme("mxfp8_e4m3"),
+                                                     minifloat::parse_scheme("float8_e4m3fn/tensor/scale-rule=none")};
+  const auto p = significand_bits_plot(schemes, rel);
+  REQUIRE(p.lines.size() == 2);  // HiF8 tensor and channel share a curve; scale-rule none has none
+  CHECK(p.lines[0].name == "hifloat8/tensor, hifloat8/channel");
+  REQUIRE(p.x.size() == p.bars.size());
+  REQUIRE(p.lines[0].y.size() == p.x.size());
+  double share = 0;
+  for (std::size_t i = 0; i < p.x.size(); ++i) share += p.bars[i];
+  CHECK(share == Approx(1.0));
+  // HiF8 with T = 4: relative exponent 0 is the format's exponent 4, a 2-bit-mantissa binade (3 bits)
+  const auto at0 = static_cast<std::size_t>(std::find(p.x.begin(), p.x.end(), 0) - p.x.begin());
+  CHECK(p.lines[0].y[at0] == Approx(3.0));
+  // E4M3 under MX floor: amax lands in the top binade 8, which holds 7 values (3.81 bits)
+  CHECK(p.lines[1].y[at0] == Approx(1.0 + std::log2(7.0)));
+
+  const auto& prof = profile_of(minifloat::format_id::float8_e4m3fn);
+  fidelity_stats pooled(prof);
+  pooled.add(1.0f, 1.0f, 1.0);     // exponent 0
+  pooled.add(1e-30f, 0.0f, 1e-30);  // far below the plot: counted in the first bin
+  pooled.add(1e30f, 448.0f, 1e30);  // far above: the last bin
+  const auto l = landing_plot(prof, pooled);
+  CHECK(l.x.front() == prof.min_binade - 6);
+  CHECK(l.x.back() == prof.max_binade + 3);
+  CHECK(l.bars.front() == Approx(1.0 / 3));
+  CHECK(l.bars.back() == Approx(1.0 / 3));
+  CHECK(l.y_max >= 5.0);
+}
+
+TEST_CASE("metrics: without a finite input the SQNR is not applicable", "[analysis][metrics]") {
+  using namespace minifloat::analysis;
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const auto schemes = default_schemes();
+  for (const auto& x : {std::vector<float>{nan, nan, nan, nan}, std::vector<float>{inf, -inf, inf, inf}}) {
+    const auto stats = analyze_matrix(x, 2, 2, schemes);
+    for (const auto& s : stats) {
+      CHECK(std::isnan(s.sqnr_db()));  // "n/a", not "inf" (exact)
+      CHECK(s.finite_count == 0);
+      CHECK(s.nonfinite_inputs == 4);
+    }
+  }
+  // An empty matrix with a huge row count is measured at once (no loop over its rows).
+  const auto empty = analyze_matrix({}, std::size_t{1} << 40, 0, schemes);
+  REQUIRE(empty.size() == schemes.size());
+  CHECK(std::isnan(empty[0].sqnr_db()));
+  CHECK(empty[0].count == 0);
 }

@@ -3,7 +3,7 @@
 // (docs/formats/mx.md#emax_elem), never from include/minifloat/formats/.
 // It shares with the library only the element types, their scalar rounding
 // (minifloat::narrow with RNE + saturation, itself checked against tests/oracle) and their exact
-// decoding (float(Elem)), plus the mx_scale_rule enum as a name for the rule.
+// decoding (float(Elem)), plus the scale_rule enum as a name for the rule.
 //
 // Deliberately plain and slow:
 //   * amax is max |V_i| in double with std::fabs; NaN/Inf are found with std::isnan/std::isinf.
@@ -30,12 +30,12 @@
 #include <limits>
 #include <vector>
 
-#include <minifloat/formats/mx_scale.hpp>  // only for the mx_scale_rule enum and the element types
+#include <minifloat/formats/mx_scale.hpp>  // only for the scale_rule enum and the element types
 #include <minifloat/formats/convert.hpp>
 
 namespace mx_ref {
 
-using minifloat::mx_scale_rule;
+using minifloat::scale_rule;
 
 /// Hand-copied from docs/formats/mx.md#fp6-and-fp4-codes (not derived from the library's specs).
 struct element_info {
@@ -57,22 +57,22 @@ inline constexpr std::size_t block = 32;
 
 /// Shared exponent k before clamping, for a finite amax > 0.
 template <class Elem>
-int unclamped_exponent(double amax, mx_scale_rule rule) {
+int unclamped_exponent(double amax, scale_rule rule) {
   const element_info e = info<Elem>();
   const int fl = std::ilogb(amax);  // floor(log2 amax), exact
   switch (rule) {
-    case mx_scale_rule::floor: return fl - e.emax;
-    case mx_scale_rule::ceil: {
+    case scale_rule::floor: return fl - e.emax;
+    case scale_rule::ceil: {
       int c = fl;
       if (std::ldexp(1.0, c) < amax) ++c;  // ceil(log2 amax)
       return c - e.emax;
     }
-    case mx_scale_rule::even: {
+    case scale_rule::even: {
       const double ulp = std::ldexp(1.0, fl - e.mantissa_bits);  // element ulp in amax's binade
       const double rounded = std::floor(amax / ulp + 0.5) * ulp;  // round half up (exact in double)
       return std::ilogb(rounded) - e.emax;
     }
-    case mx_scale_rule::rceil: {
+    case scale_rule::rceil: {
       int k = fl - e.emax - 2;  // below the answer; walk up
       while (amax / std::ldexp(1.0, k) > e.max_value) ++k;
       return k;
@@ -83,14 +83,14 @@ int unclamped_exponent(double amax, mx_scale_rule rule) {
 }
 
 template <class Elem>
-std::uint8_t scale_code_for_amax(double amax, mx_scale_rule rule) {
+std::uint8_t scale_code_for_amax(double amax, scale_rule rule) {
   if (std::isnan(amax) || std::isinf(amax)) return 0xFF;
   amax = std::fabs(amax);
   if (amax == 0) return 0x00;
   int k = unclamped_exponent<Elem>(amax, rule);
   const double p = static_cast<double>(static_cast<float>(minifloat::narrow<Elem>(
       amax / std::ldexp(1.0, k), {minifloat::rounding::nearest_even, minifloat::overflow::saturate})));
-  if (std::isinf(static_cast<float>(p * std::ldexp(1.0, k)))) k = unclamped_exponent<Elem>(amax, mx_scale_rule::floor);
+  if (std::isinf(static_cast<float>(p * std::ldexp(1.0, k)))) k = unclamped_exponent<Elem>(amax, scale_rule::floor);
   k = std::clamp(k, -127, 127);
   return static_cast<std::uint8_t>(k + 127);
 }
@@ -101,7 +101,7 @@ struct block_result {
 };
 
 template <class Elem>
-block_result quantize_block(const std::vector<float>& v, mx_scale_rule rule) {
+block_result quantize_block(const std::vector<float>& v, scale_rule rule) {
   // 1. amax, with NaN/Inf detection.
   bool non_finite = false;
   double amax = 0;
@@ -153,7 +153,7 @@ std::vector<std::uint8_t> pack_rows(const std::vector<std::uint8_t>& unpacked, s
 
 /// 32 x 32 tiles: scales over the grid ceil(rows / 32) x ceil(cols / 32), row-major.
 template <class Elem>
-tensor_result quantize_tensor_2d(const std::vector<float>& x, std::size_t rows, std::size_t cols, mx_scale_rule rule) {
+tensor_result quantize_tensor_2d(const std::vector<float>& x, std::size_t rows, std::size_t cols, scale_rule rule) {
   std::vector<std::uint8_t> unpacked(rows * cols, 0);
   tensor_result t;
   const std::size_t gr = blocks_of(rows), gc = blocks_of(cols);
@@ -191,7 +191,7 @@ std::vector<float> dequantize_tensor_2d(const tensor_result& t, std::size_t rows
 
 template <class Elem>
 tensor_result quantize_tensor(const std::vector<float>& x, std::size_t rows, std::size_t cols, int axis,
-                              mx_scale_rule rule) {
+                              scale_rule rule) {
   std::vector<std::uint8_t> unpacked(rows * cols, 0);
   tensor_result t;
   if (axis == 1) {

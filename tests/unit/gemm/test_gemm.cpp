@@ -251,7 +251,7 @@ TEST_CASE("gemm fp32_blocks stays within gamma(L + J) of the exact result", "[ge
       gemm_reference(o.a.view(), o.b.view(), layout, o.bias, std::span<float>(ex), gemm_accumulation::exact);
       gemm_reference(o.a.view(), o.b.view(), layout, o.bias, std::span<bfloat16>(exb), gemm_accumulation::exact);
       const auto exact = gemm_reference_exact_double(o.a.view(), o.b.view(), layout, o.bias);
-      const auto p = detail::gemm::make_problem(o.a.view(), o.b.view(), layout, o.bias, m * n);
+      const auto p = detail::gemm::make_problem(o.a.view(), o.b.view(), layout, o.bias.size(), m * n);
       for (std::size_t i = 0; i < m; ++i)
         for (std::size_t j = 0; j < n; ++j) {
           const double e = exact[i * n + j];
@@ -292,7 +292,7 @@ TEST_CASE("gemm on real weights and activations (PP-OCRv4 SVTR)", "[gemm]") {
       std::size_t bad_packed = 0;
       for (std::size_t i = 0; i < m * n; ++i) bad_packed += same_bits(packed_out[i], ref[i]) ? 0U : 1U;
       const auto exact = gemm_reference_exact_double(qa.view(), qb.view(), layout);
-      const auto p = detail::gemm::make_problem(qa.view(), qb.view(), layout, {}, m * n);
+      const auto p = detail::gemm::make_problem(qa.view(), qb.view(), layout, 0, m * n);
       std::size_t bad = 0, over = 0;
       for (std::size_t i = 0; i < m; ++i)
         for (std::size_t j = 0; j < n; ++j) {

@@ -204,3 +204,28 @@ TEST_CASE("calibration config errors name expected and actual values", "[recipes
   CHECK(r.scales[0] == 1.0f);
   CHECK(r.mse[0] == 0.0);
 }
+
+TEST_CASE("calibration: a set without a finite value is an error, not an exact match", "[recipes][calibration]") {
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const std::vector<float> all_nan{nan, nan, nan, nan}, mixed{nan, inf, -inf, nan}, good{1.0f, nan, 2.0f, inf};
+  for (const auto method : {minifloat::calibration_method::amax, minifloat::calibration_method::percentile,
+                            minifloat::calibration_method::mse}) {
+    auto cfg = minifloat::calibration_config::amax(minifloat::format_id::hifloat8);
+    cfg.method = method;
+    if (method == minifloat::calibration_method::percentile) cfg.target = 2;
+    for (const auto* x : {&all_nan, &mixed}) {
+      const minifloat::matrix_view<const float> v(*x, 2, 2);
+      CHECK_THROWS_AS(minifloat::calibrate(v, cfg), std::domain_error);
+      CHECK_THROWS_WITH(minifloat::calibrate(v, cfg), Catch::Contains("no finite value") && Catch::Contains("all 4"));
+    }
+    // Per channel: a row without a finite value reports NaN (n/a) when another row calibrates.
+    auto ch = cfg;
+    ch.gran = minifloat::granularity::channel;
+    const std::vector<float> rows{nan, inf, 1.0f, 2.0f};
+    const auto res = minifloat::calibrate(minifloat::matrix_view<const float>(rows, 2, 2), ch);
+    CHECK(std::isnan(res.sqnr_db[0]));
+    CHECK_FALSE(std::isnan(res.sqnr_db[1]));
+    CHECK(res.elements == 2);
+    CHECK_NOTHROW(minifloat::calibrate(minifloat::matrix_view<const float>(good, 2, 2), cfg));
+  }
+}

@@ -28,11 +28,14 @@ namespace minifloat::attention::detail::amx {
 #if MINIFLOAT_ATTENTION_AMX
 
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (a self-initialised local) as the
-// unused source of unmasked forms, which -W(maybe-)uninitialized reports once they are inlined.
+// unused source of unmasked forms, which -W(maybe-)uninitialized reports once they are inlined;
+// without optimisation its rounding intrinsics are macros that pass (__mmask16)-1 to a builtin
+// taking a short, which -Wsign-conversion reports at every call.
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wsign-conversion"
 #endif
 
 /// AMX usable in this process (the one CPU probe, simd/isa.hpp).

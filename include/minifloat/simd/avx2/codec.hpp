@@ -468,78 +468,10 @@ using decoder8_for =
     std::conditional_t<std::is_same_v<Spec, hifloat8_spec>, lut_decoder<Spec>,
                        std::conditional_t<is_e8m0_like<Spec>, e8m0_decoder, exmy_decoder<Spec>>>;
 
-template <class T, decode_store D>
-void decode_any(const typename T::storage_type* codes, std::size_t n, float* out, float scale) noexcept {
-  using Spec = typename T::spec;
-  if constexpr (Spec::bits > 8) decode16_span<ops, Spec, D>(codes, n, out, scale);
-  else decode8_span<ops, decoder8_for<Spec>, false, D>(codes, n, out, scale);
-}
-
 }  // namespace detail
 
-// ------------------------------------------------------------------------------------------------
-// The kernel set (signatures as in simd/scalar/codec.hpp)
-
-template <class T, class In>
-void encode(const In* x, std::size_t n, typename T::storage_type* out, conversion c, std::uint64_t seed,
-            std::uint64_t first_index) noexcept {
-  (void)detail::encode_any<detail::ops, typename T::spec, In, detail::scale_kind::none, detail::store_for<T>>(
-      x, n, out, c, 1.0f, seed, first_index);
-}
-
-template <class In>
-void encode_fp4_packed(const In* x, std::size_t n, std::uint8_t* out, conversion c, std::uint64_t seed,
-                       std::uint64_t first_index) noexcept {
-  (void)detail::encode_any<detail::ops, float4_e2m1fn::spec, In, detail::scale_kind::none, detail::store_kind::nibbles>(
-      x, n, out, c, 1.0f, seed, first_index);
-}
-
-template <class T, class In>
-float encode_scaled(const In* x, std::size_t n, typename T::storage_type* out, float scale, conversion c,
-                    std::uint64_t seed, std::uint64_t first_index) noexcept {
-  using Spec = typename T::spec;
-  using O = detail::ops;
-  constexpr auto St = detail::store_for<T>;
-  if (float inv = 0.0f; detail::reciprocal_is_exact(scale, inv))
-    return detail::encode_any<O, Spec, In, detail::scale_kind::multiply, St>(x, n, out, c, inv, seed, first_index);
-  return detail::encode_any<O, Spec, In, detail::scale_kind::divide, St>(x, n, out, c, scale, seed, first_index);
-}
-
-template <class In>
-float encode_scaled_fp4_packed(const In* x, std::size_t n, std::uint8_t* out, float scale, conversion c,
-                               std::uint64_t seed, std::uint64_t first_index) noexcept {
-  using Spec = float4_e2m1fn::spec;
-  using O = detail::ops;
-  constexpr auto St = detail::store_kind::nibbles;
-  if (float inv = 0.0f; detail::reciprocal_is_exact(scale, inv))
-    return detail::encode_any<O, Spec, In, detail::scale_kind::multiply, St>(x, n, out, c, inv, seed, first_index);
-  return detail::encode_any<O, Spec, In, detail::scale_kind::divide, St>(x, n, out, c, scale, seed, first_index);
-}
-
-template <class In>
-float finite_amax(const In* x, std::size_t n) noexcept {
-  return detail::finite_amax_span<detail::ops>(x, n);
-}
-
-template <class T>
-void decode(const typename T::storage_type* codes, std::size_t n, float* out) noexcept {
-  detail::decode_any<T, detail::decode_store::plain>(codes, n, out, 1.0f);
-}
-
-inline void decode_fp4_packed(const std::uint8_t* packed, std::size_t n, float* out) noexcept {
-  detail::decode8_span<detail::ops, detail::decoder8_for<float4_e2m1fn::spec>, true, detail::decode_store::plain>(
-      packed, n, out, 1.0f);
-}
-
-template <class T>
-void decode_scaled(const typename T::storage_type* codes, std::size_t n, float* out, float scale) noexcept {
-  detail::decode_any<T, detail::decode_store::scaled>(codes, n, out, scale);
-}
-
-inline void decode_scaled_fp4_packed(const std::uint8_t* packed, std::size_t n, float* out, float scale) noexcept {
-  detail::decode8_span<detail::ops, detail::decoder8_for<float4_e2m1fn::spec>, true, detail::decode_store::scaled>(
-      packed, n, out, scale);
-}
+// The kernel set (signatures as in simd/scalar/codec.hpp), written once for every ISA namespace.
+#include "../lanes/kernel_set.inc"  // IWYU pragma: keep
 
 MINIFLOAT_TARGET_AVX2 inline void pack_nibbles(const std::uint8_t* codes, std::size_t n, std::uint8_t* packed) noexcept {
   std::size_t i = 0;

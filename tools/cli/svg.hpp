@@ -1,9 +1,11 @@
 #pragma once
 // Self-contained SVG charts (no fonts, scripts or styles from outside the file) for the fidelity
-// reports: line charts over categories (one point per tensor) or over a numeric axis (binary
-// exponents, drawn as steps), with an optional bar series on a secondary axis (shares, 0..1).
+// reports of `minifloat analyze`: line charts over categories (one point per tensor) or over a
+// numeric axis (binary exponents, drawn as steps), with an optional bar series on a secondary
+// axis (shares, 0..1). Drawing only: what is drawn comes from the library
+// (minifloat/analysis/plots.hpp and the metrics).
 //
-//   svg::chart c;
+//   cli::svg::chart c;
 //   c.title = "SQNR per tensor"; c.y_label = "dB";
 //   c.categories = {"layer0", "layer1"};
 //   c.series.push_back({"hifloat8/tensor", {31.2, 29.8}});
@@ -23,7 +25,7 @@
 #include <utility>
 #include <vector>
 
-namespace minifloat::analysis::svg {
+namespace minifloat::cli::svg {
 
 /// Tableau 10: distinguishable, colour-blind-friendlier than the defaults of most tools.
 inline constexpr std::string_view palette[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
@@ -67,15 +69,26 @@ inline std::string num(double v) {
   return s == "-0" ? "0" : s;
 }
 
+/// Text content and attribute values: the XML specials as entities, and control characters
+/// (not allowed in XML 1.0, and a tensor name from a file may hold any) as a visible "\xNN".
 inline std::string escape(std::string_view t) {
+  constexpr std::string_view hex = "0123456789abcdef";
   std::string o;
   for (const char c : t) {
+    const auto b = static_cast<unsigned char>(c);
     switch (c) {
       case '&': o += "&amp;"; break;
       case '<': o += "&lt;"; break;
       case '>': o += "&gt;"; break;
       case '"': o += "&quot;"; break;
-      default: o += c;
+      default:
+        if (b < 0x20 || b == 0x7F) {
+          o += "\\x";
+          o += hex[b >> 4];
+          o += hex[b & 0xFU];
+        } else {
+          o += c;
+        }
     }
   }
   return o;
@@ -288,4 +301,4 @@ inline std::string chart::render() const {
   return o;
 }
 
-}  // namespace minifloat::analysis::svg
+}  // namespace minifloat::cli::svg
