@@ -29,7 +29,6 @@
 #include <string_view>
 #include <vector>
 
-#include <minifloat/analysis/svg.hpp>
 #include <minifloat/recipes/recipes.hpp>
 
 #include "trainer.hpp"
@@ -265,25 +264,64 @@ std::vector<double> smooth(const run_result& r, std::size_t w) {
   return out;
 }
 
+/// A self-contained SVG line chart of the moving-average loss of every run (no scripts, no
+/// external fonts or styles). The y range skips the first 10 % of steps (the fall from ln 256).
 std::string curves_svg(const std::vector<summary_row>& rows, const std::string& subtitle) {
-  namespace svg = mf::analysis::svg;
-  svg::chart c;
-  c.title = "Training loss (moving average) per recipe";
-  c.subtitle = subtitle;
-  c.x_label = "step";
-  c.y_label = "cross-entropy (nats / byte)";
+  static constexpr const char* colors[] = {"#4e79a7", "#f28e2b", "#e15759", "#76b7b2", "#59a14f",
+                                           "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac"};
+  const double W = 1000, H = 560, left = 70, right = 250, top = 50, bottom = 50;
   const std::size_t n = rows.empty() ? 0 : rows.front().r.steps.size();
   const std::size_t w = std::max<std::size_t>(1, n / 50);
-  for (std::size_t s = 0; s < n; ++s) c.x.push_back(static_cast<double>(s));
-  double lo = 1e9, hi = -1e9;
+  std::vector<std::vector<double>> ys;
+  double lo = INFINITY, hi = -INFINITY;
   for (const auto& row : rows) {
-    auto y = smooth(row.r, w);
-    for (std::size_t s = n / 10; s < y.size(); ++s)
-      if (std::isfinite(y[s])) lo = std::min(lo, y[s]), hi = std::max(hi, y[s]);
-    c.lines.push_back({row.name, std::move(y), "", row.name.rfind("fp32_seed", 0) == 0});
+    ys.push_back(smooth(row.r, w));
+    for (std::size_t s = n / 10; s < ys.back().size(); ++s)
+      if (std::isfinite(ys.back()[s])) lo = std::min(lo, ys.back()[s]), hi = std::max(hi, ys.back()[s]);
   }
-  if (lo < hi) c.y_range = std::pair{lo - 0.05 * (hi - lo), hi + 0.05 * (hi - lo)};
-  return c.render();
+  if (!(lo < hi)) lo = 0, hi = 1;
+  const double pad = 0.05 * (hi - lo);
+  lo -= pad, hi += pad;
+  const double pw = W - left - right, ph = H - top - bottom;
+  const auto px = [&](double s) { return left + pw * s / static_cast<double>(std::max<std::size_t>(n - 1, 1)); };
+  const auto py = [&](double v) { return top + ph * (1.0 - (std::clamp(v, lo, hi) - lo) / (hi - lo)); };
+  std::ostringstream o;
+  o << std::fixed << std::setprecision(1);
+  o << "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" << W << "\" height=\"" << H << "\" viewBox=\"0 0 " << W << " "
+    << H << "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
+  o << "<text x=\"" << left << "\" y=\"22\" font-size=\"16\">Training loss (moving average over " << w
+    << " steps) per recipe</text>\n<text x=\"" << left << "\" y=\"40\" fill=\"#555\">" << subtitle << "</text>\n";
+  o << "<rect x=\"" << left << "\" y=\"" << top << "\" width=\"" << pw << "\" height=\"" << ph
+    << "\" fill=\"none\" stroke=\"#999\"/>\n";
+  for (int i = 0; i <= 5; ++i) {
+    const double v = lo + (hi - lo) * i / 5.0, y = py(v);
+    o << "<line x1=\"" << left << "\" x2=\"" << left + pw << "\" y1=\"" << y << "\" y2=\"" << y
+      << "\" stroke=\"#eee\"/><text x=\"" << left - 6 << "\" y=\"" << y + 4 << "\" text-anchor=\"end\">"
+      << std::setprecision(3) << v << std::setprecision(1) << "</text>\n";
+  }
+  for (int i = 0; i <= 10; ++i) {
+    const double s = static_cast<double>(n > 0 ? n - 1 : 0) * i / 10.0;
+    o << "<text x=\"" << px(s) << "\" y=\"" << top + ph + 16 << "\" text-anchor=\"middle\">" << std::setprecision(0) << s
+      << std::setprecision(1) << "</text>\n";
+  }
+  o << "<text x=\"" << left + pw / 2 << "\" y=\"" << H - 10 << "\" text-anchor=\"middle\">step</text>\n"
+    << "<text transform=\"translate(16," << top + ph / 2 << ") rotate(-90)\" text-anchor=\"middle\">cross-entropy "
+       "(nats per byte)</text>\n";
+  for (std::size_t k = 0; k < rows.size(); ++k) {
+    const char* c = colors[k % 10];
+    const bool dashed = rows[k].name.rfind("fp32_seed", 0) == 0;
+    o << "<polyline fill=\"none\" stroke=\"" << c << "\" stroke-width=\"1.5\"" << (dashed ? " stroke-dasharray=\"5,3\"" : "")
+      << " points=\"";
+    for (std::size_t s = 0; s < ys[k].size(); ++s)
+      if (std::isfinite(ys[k][s])) o << px(static_cast<double>(s)) << "," << py(ys[k][s]) << " ";
+    o << "\"/>\n";
+    const double ly = top + 10 + 18.0 * static_cast<double>(k);
+    o << "<line x1=\"" << left + pw + 12 << "\" x2=\"" << left + pw + 36 << "\" y1=\"" << ly << "\" y2=\"" << ly
+      << "\" stroke=\"" << c << "\" stroke-width=\"2\"" << (dashed ? " stroke-dasharray=\"5,3\"" : "") << "/><text x=\""
+      << left + pw + 42 << "\" y=\"" << ly + 4 << "\">" << rows[k].name << "</text>\n";
+  }
+  o << "</svg>\n";
+  return o.str();
 }
 
 bool write_file(const fs::path& p, const std::string& s) {

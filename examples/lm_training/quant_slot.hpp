@@ -159,8 +159,10 @@ class quant_slot<float> {
     scale_ = 1.0f;
     const mf::matrix_view<const float> view(x, rows, cols, cols);
     if (mode_ == slot_mode::calibrate) {
-      recorded_.emplace_back(x, x + rows * cols);
-      recorded_rows_.push_back(rows);
+      if (spec_.calibrate) {
+        recorded_.emplace_back(x, x + rows * cols);
+        recorded_rows_.push_back(rows);
+      }
       nonfinite_ = false;
       return;
     }
