@@ -36,6 +36,12 @@ struct recipe {
   quant_scheme a, b;  // b for the (N, K) layout
 };
 
+quant_scheme square32(format_id f) {  // one E8M0 scale per 32x32 tile, read in both layouts
+  quant_scheme s = make(f, granularity::mx);
+  s.block_rows = s.block_cols = 32;
+  return s;
+}
+
 std::vector<recipe> recipes() {
   using F = format_id;
   using G = granularity;
@@ -47,6 +53,8 @@ std::vector<recipe> recipes() {
       {"E4M3 1x32 A x per-channel B", block(F::float8_e4m3fn, 1, 32), make(F::float8_e4m3fn, G::channel)},
       {"E4M3 odd K-block 1x7 x per-channel", block(F::float8_e4m3fn, 1, 7), make(F::float8_e4m3fn, G::channel)},
       {"MXFP8", make(F::float8_e4m3fn, G::mx), make(F::float8_e4m3fn, G::mx)},
+      {"MXFP8 32x32 x 32x32", square32(F::float8_e4m3fn), square32(F::float8_e4m3fn)},
+      {"MXFP8 1x32 x E5M2 32x32", make(F::float8_e4m3fn, G::mx), square32(F::float8_e5m2)},
       {"MXFP8 E5M2 x MXFP6 E3M2", make(F::float8_e5m2, G::mx), make(F::float6_e3m2fn, G::mx)},
       {"MXFP6 E2M3 x HiF8 channel", make(F::float6_e2m3fn, G::mx), make(F::hifloat8, G::channel)},
       {"W4A8", make(F::float8_e4m3fn, G::mx), make(F::float4_e2m1fn, G::mx)},
