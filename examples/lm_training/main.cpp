@@ -53,6 +53,7 @@ struct options {
   std::size_t val_windows = 0;      ///< validation windows (0 = all)
   std::size_t calib_batches = 4;
   std::string ablate;               ///< "", "guard", "interval", "history", "all"
+  std::string replot_note;          ///< --replot: the chart's subtitle
 };
 
 [[noreturn]] void usage(int code) {
@@ -70,6 +71,7 @@ struct options {
       "  --val-windows N    validation windows of T bytes (0 = the whole last 5 %)\n"
       "  --eval-every N     periodic fp32 validation on 64 windows\n"
       "  --out DIR          results.csv, curves.csv, curves.svg, table.md (default <temp>/minifloat-lm_training)\n"
+      "  --replot DIR [--note TEXT]   curves.svg again from DIR/curves.csv\n"
       "  --quiet\n";
   std::exit(code);
 }
@@ -118,6 +120,8 @@ options parse(int argc, char** argv) {
     else if (a == "--smoke") o.mode = "smoke";
     else if (a == "--grad-check") o.mode = "grad-check";
     else if (a == "--determinism") o.mode = "determinism";
+    else if (a == "--replot") o.out = std::string(next()), o.mode = "replot";
+    else if (a == "--note") o.replot_note = std::string(next());
     else if (a == "--text") o.text = std::string(next()), o.mode = "train";
     else if (a == "--recipes") recipe_list = std::string(next());
     else if (a == "--steps") o.tc.steps = parse_num<std::size_t>(next(), "--steps");
@@ -402,6 +406,33 @@ void check_mx_shape(const options& o) {
 
 // ---------------------------------------------------------------------------------------------
 // modes
+
+/// --replot DIR: curves.svg again from DIR/curves.csv (a run's per-step losses).
+int run_replot(const options& o) {
+  std::ifstream f(fs::path(o.out) / "curves.csv");
+  if (!f) {
+    std::cerr << "lm_training: cannot read " << (fs::path(o.out) / "curves.csv").string() << "\n";
+    return 1;
+  }
+  std::string line;
+  std::getline(f, line);
+  const auto head = split(line, ',');
+  std::vector<summary_row> rows(head.size() > 0 ? head.size() - 1 : 0);
+  for (std::size_t k = 0; k < rows.size(); ++k) rows[k].name = head[k + 1];
+  while (std::getline(f, line)) {
+    const auto cells = split(line, ',');
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+      step_record r;
+      if (k + 1 < cells.size() && !cells[k + 1].empty()) r.loss = std::stod(cells[k + 1]);
+      rows[k].r.steps.push_back(r);
+    }
+  }
+  const std::size_t n = rows.empty() ? 0 : rows.front().r.steps.size();
+  if (!write_file(fs::path(o.out) / "curves.svg", curves_svg(rows, o.replot_note.empty() ? std::to_string(n) + " steps" : o.replot_note)))
+    return 1;
+  std::cout << "wrote " << (fs::path(o.out) / "curves.svg").string() << "\n";
+  return 0;
+}
 
 int run_training(options& o) {
   check_mx_shape(o);
@@ -695,6 +726,7 @@ int main(int argc, char** argv) {
     if (o.mode == "smoke") return run_smoke(o);
     if (o.mode == "grad-check") return run_grad_check(o);
     if (o.mode == "determinism") return run_determinism(o);
+    if (o.mode == "replot") return run_replot(o);
     return run_training(o);
   } catch (const std::exception& e) {
     std::cerr << "lm_training: " << e.what() << "\n";
