@@ -134,7 +134,9 @@ class quantized_tensor {
  public:
   quantized_tensor() = default;
 
-  /// Adopts existing buffers (e.g. read from files); throws shape_error if any size is off.
+  /// Adopts existing buffers (e.g. read from files); throws shape_error if any size is off and
+  /// std::invalid_argument for an fp32 scale that is not finite and positive (a scales file holds
+  /// whatever it holds; such a scale would dequantize to NaN, Inf or flipped signs).
   static quantized_tensor from_parts(const quant_scheme& s, std::size_t rows, std::size_t cols,
                                      std::vector<std::uint8_t> codes, std::vector<float> scales,
                                      std::vector<std::uint8_t> mx_scales) {
@@ -142,6 +144,10 @@ class quantized_tensor {
     q.scheme_ = s, q.rows_ = rows, q.cols_ = cols;
     q.codes_ = std::move(codes), q.scales_ = std::move(scales), q.mx_scales_ = std::move(mx_scales);
     q.view().validate();
+    for (std::size_t i = 0; i < q.scales_.size(); ++i)
+      if (const float sc = q.scales_[i]; !(sc > 0.0f) || !std::isfinite(sc))
+        throw std::invalid_argument("from_parts: scale " + std::to_string(i) + " is " + std::to_string(sc) +
+                                    "; expected a finite, positive fp32 scale");
     return q;
   }
 
