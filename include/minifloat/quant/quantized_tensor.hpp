@@ -284,7 +284,9 @@ void decode_segment(std::span<const std::uint8_t> row_codes, std::size_t c0, std
 template <class Elem>
 void quantize_scaled_groups(matrix_view<const float> x, const quant_scheme& s, std::span<std::uint8_t> codes,
                             std::span<float> scales, std::span<const float> given, const quantize_options& o) {
-  const auto [tr, tc] = scale_tile(s, x.rows, x.cols);
+  // Plain names, not a structured binding: clang 14 cannot capture a binding in the lambdas below.
+  const auto tile = scale_tile(s, x.rows, x.cols);
+  const std::size_t tr = tile.first, tc = tile.second;
   const std::size_t gr = ceil_div(x.rows, tr), gc = ceil_div(x.cols, tc);
   const std::size_t rb = code_row_bytes(s.format, x.cols);
   const conversion conv{s.round, overflow::saturate};
@@ -319,7 +321,8 @@ void quantize_scaled_groups(matrix_view<const float> x, const quant_scheme& s, s
 
 template <class Elem>
 void dequantize_scaled_groups(const quantized_tensor_view& q, std::span<float> out, const quantize_options& o) {
-  const auto [tr, tc] = scale_tile(q.scheme, q.rows, q.cols);
+  const auto tile = scale_tile(q.scheme, q.rows, q.cols);  // no structured binding: see quantize_scaled_groups
+  const std::size_t tr = tile.first, tc = tile.second;
   const std::size_t gc = q.scale_grid_cols(), rb = code_row_bytes(q.scheme.format, q.cols);
   if (runs_flat<Elem>(q.scheme, q.rows, q.cols, true)) {
     simd::parallel_for(q.rows * q.cols, o.threads, flat_grain, [&](std::size_t b, std::size_t e) {
