@@ -427,3 +427,35 @@ TEMPLATE_LIST_TEST_CASE("simd::mx_dequantize decodes every code under every scal
     }
   }
 }
+
+TEMPLATE_LIST_TEST_CASE("simd::mx_dequantize writes exactly its output at every alignment", "[simd][mx]", mx_elements) {
+  // The output at every float offset from a 64-byte boundary, with guard floats on both sides
+  // that must stay untouched: the AVX-512 path stores whole aligned vectors, masked at the ends.
+  using Elem = TestType;
+  std::mt19937 rng(23);
+  const std::pair<std::size_t, std::size_t> shapes[] = {{1, 1}, {1, 15}, {1, 17}, {2, 32}, {3, 64}, {5, 70}, {33, 96}};
+  for (const mx_tile tile : kTiles)
+    for (const auto& [rows, cols] : shapes) {
+      mx_buffers t = mx_alloc<Elem>(rows, cols, tile);
+      for (auto& b : t.codes) b = static_cast<std::uint8_t>(rng());
+      for (auto& b : t.scales) b = static_cast<std::uint8_t>(rng() % 8 == 0 ? 0xFF : 100 + rng() % 50);
+      const std::size_t n = rows * cols;
+      const auto want = mx_values<Elem>(t, rows, cols, tile, k::isa::scalar);
+      for (const k::isa path : simd_test::paths())
+        for (std::size_t offset = 0; offset < 16; ++offset) {
+          INFO(format_name<Elem> << " " << rows << "x" << cols << " tile " << to_string(tile) << " offset " << offset
+                                 << " on " << simd_test::name(path));
+          constexpr float guard = -1234.5f;
+          std::vector<float> buf(n + 64, guard);
+          auto* const aligned = reinterpret_cast<float*>((reinterpret_cast<std::uintptr_t>(buf.data()) + 63) & ~std::uintptr_t{63});
+          float* const out = aligned + offset;
+          const auto before = static_cast<std::size_t>(out - buf.data());
+          REQUIRE(before + n <= buf.size());
+          REQUIRE(k::mx_dequantize<Elem>(t.codes, t.scales, rows, cols, tile, std::span<float>(out, n), {.path = path}) ==
+                  k::kernel_status::ok);
+          check_same_values(want, std::vector<float>(out, out + n));
+          for (std::size_t i = 0; i < buf.size(); ++i)
+            if ((i < before || i >= before + n) && bits(buf[i]) != bits(guard)) FAIL("float " << i << " outside the output written");
+        }
+    }
+}
