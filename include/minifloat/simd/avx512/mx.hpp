@@ -28,7 +28,8 @@
 // Dequantize: float(P) * X in one float32 multiply as the block layer does, P from codec.hpp's
 // vpermb/vpermi2b table decoders, X = 2^(code - 127) as mx_scale_value (0x00 is the float32
 // subnormal 2^-127, 0xFF NaN): broadcast from a 256-entry table per 32 columns (1 x 32,
-// 32 x 32), or one vector per 16 columns decoded once per band (32 x 1).
+// 32 x 32; stored as 64-byte aligned vectors, aligned_floats), or one vector per 16 columns
+// decoded once per band (32 x 1, codec_logic.hpp decode_e8m0_lanes).
 #include "codec.hpp"
 
 #if MINIFLOAT_SIMD_X86
