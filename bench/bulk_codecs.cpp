@@ -11,7 +11,8 @@
 //                                  old and new paths are compared in one run
 //   decode/<fmt>/{simd,scalar,avx2,avx512}   codes -> float32
 //   quantize_scaled/<fmt>          codes of x / s plus the finite amax, one pass
-//   mx_quantize/<fmt>, mx_dequantize/<fmt>   OCP MX, blocks of 32 along rows (axis 1)
+//   mx_quantize/<fmt>, mx_dequantize/<fmt>   OCP MX, blocks of 32 along rows (axis 1); with
+//                                  /{avx2,avx512} on one ISA path, /{col32,square32}/ other tiles
 // Sizes: 64 Ki elements (in cache: L2) and 64 Mi elements (memory). "threads:2" rows split the
 // call with simd/threads.hpp. Single-threaded unless named so. Build with the bench preset
 // (-O3) and run e.g.
@@ -331,19 +332,43 @@ void quantize_scaled_avx512(benchmark::State& state) {
   quantize_scaled_path<T>(state, k::isa::avx512);
 }
 
+/// MX quantize of a (n / 4096) x 4096 tensor, floor rule, on `path` with `tile`.
 template <class Elem>
-void mx_quantize_bench(benchmark::State& state) {
+void mx_quantize_path(benchmark::State& state, mx_tile tile, k::isa path) {
+  if (!k::isa_available(path)) {
+    state.SkipWithError("ISA path not available on this CPU");
+    return;
+  }
   const std::size_t n = size_of(state), cols = 4096, rows = n / cols;
   const std::span<const float> in(gaussian().data(), n);
-  mx_tensor<Elem> t(rows, cols, 1);
-  auto v = t.mutable_view();
+  std::vector<std::uint8_t> codes(*k::mx_code_count<Elem>(rows, cols)), scales(*k::mx_scale_count(rows, cols, tile));
   for (auto _ : state) {
-    if (k::mx_quantize<Elem>(in, rows, cols, mx_tile::row32, scale_rule::floor, v.codes(), v.scales()) !=
+    if (k::mx_quantize<Elem>(in, rows, cols, tile, scale_rule::floor, codes, scales, {.path = path}) !=
         k::kernel_status::ok)
       state.SkipWithError("kernel failed");
     benchmark::ClobberMemory();
   }
   finish(state, n, 4);
+}
+template <class Elem>
+void mx_quantize_bench(benchmark::State& state) {
+  mx_quantize_path<Elem>(state, mx_tile::row32, k::isa::automatic);
+}
+template <class Elem>
+void mx_quantize_avx2(benchmark::State& state) {
+  mx_quantize_path<Elem>(state, mx_tile::row32, k::isa::avx2);
+}
+template <class Elem>
+void mx_quantize_avx512(benchmark::State& state) {
+  mx_quantize_path<Elem>(state, mx_tile::row32, k::isa::avx512);
+}
+template <class Elem, mx_tile Tile>
+void mx_quantize_tile_avx2(benchmark::State& state) {
+  mx_quantize_path<Elem>(state, Tile, k::isa::avx2);
+}
+template <class Elem, mx_tile Tile>
+void mx_quantize_tile_avx512(benchmark::State& state) {
+  mx_quantize_path<Elem>(state, Tile, k::isa::avx512);
 }
 
 template <class Elem>
@@ -362,18 +387,34 @@ void mx_quantize_scalar(benchmark::State& state) {
 }
 
 template <class Elem>
-void mx_dequantize_bench(benchmark::State& state) {
+void mx_dequantize_path(benchmark::State& state, k::isa path) {
+  if (!k::isa_available(path)) {
+    state.SkipWithError("ISA path not available on this CPU");
+    return;
+  }
   const std::size_t n = size_of(state), cols = 4096, rows = n / cols;
   mx_tensor<Elem> t(rows, cols, 1);
   mx_quantize_into(std::span<const float>(gaussian().data(), n), t.mutable_view());
   std::vector<float> out(n);
   for (auto _ : state) {
-    if (k::mx_dequantize<Elem>(t.codes(), t.scales(), rows, cols, mx_tile::row32, std::span<float>(out)) !=
+    if (k::mx_dequantize<Elem>(t.codes(), t.scales(), rows, cols, mx_tile::row32, std::span<float>(out), {.path = path}) !=
         k::kernel_status::ok)
       state.SkipWithError("kernel failed");
     benchmark::ClobberMemory();
   }
   finish(state, n, 4);
+}
+template <class Elem>
+void mx_dequantize_bench(benchmark::State& state) {
+  mx_dequantize_path<Elem>(state, k::isa::automatic);
+}
+template <class Elem>
+void mx_dequantize_avx2(benchmark::State& state) {
+  mx_dequantize_path<Elem>(state, k::isa::avx2);
+}
+template <class Elem>
+void mx_dequantize_avx512(benchmark::State& state) {
+  mx_dequantize_path<Elem>(state, k::isa::avx512);
 }
 
 }  // namespace
@@ -436,3 +477,16 @@ BENCHMARK_TEMPLATE(mx_quantize_scalar, float8_e4m3fn)->Name("mx_quantize/float8_
 BENCHMARK_TEMPLATE(mx_quantize_scalar, float4_e2m1fn)->Name("mx_quantize/float4_e2m1fn/scalar")->Arg(k64K)->UseRealTime();
 BENCHMARK_TEMPLATE(mx_dequantize_bench, float8_e4m3fn)->Name("mx_dequantize/float8_e4m3fn/simd")->Arg(k64K)->Arg(k64M)->UseRealTime();
 BENCHMARK_TEMPLATE(mx_dequantize_bench, float4_e2m1fn)->Name("mx_dequantize/float4_e2m1fn/simd")->Arg(k64K)->Arg(k64M)->UseRealTime();
+
+// The MX paths side by side (`.../simd` above is the machine's best: AVX-512 where present).
+#define MINIFLOAT_BENCH_MX(T)                                                                                    \
+  BENCHMARK_TEMPLATE(mx_quantize_avx2, T)->Name("mx_quantize/" #T "/avx2")->Arg(k64K)->Arg(k64M)->UseRealTime();     \
+  BENCHMARK_TEMPLATE(mx_quantize_avx512, T)->Name("mx_quantize/" #T "/avx512")->Arg(k64K)->Arg(k64M)->UseRealTime(); \
+  BENCHMARK_TEMPLATE(mx_dequantize_avx2, T)->Name("mx_dequantize/" #T "/avx2")->Arg(k64K)->Arg(k64M)->UseRealTime(); \
+  BENCHMARK_TEMPLATE(mx_dequantize_avx512, T)->Name("mx_dequantize/" #T "/avx512")->Arg(k64K)->Arg(k64M)->UseRealTime();
+MINIFLOAT_BENCH_MX(float8_e4m3fn)
+MINIFLOAT_BENCH_MX(float4_e2m1fn)
+BENCHMARK_TEMPLATE(mx_quantize_tile_avx2, float8_e4m3fn, mx_tile::col32)->Name("mx_quantize/float8_e4m3fn/col32/avx2")->Arg(k64K)->UseRealTime();
+BENCHMARK_TEMPLATE(mx_quantize_tile_avx512, float8_e4m3fn, mx_tile::col32)->Name("mx_quantize/float8_e4m3fn/col32/avx512")->Arg(k64K)->UseRealTime();
+BENCHMARK_TEMPLATE(mx_quantize_tile_avx2, float8_e4m3fn, mx_tile::square32)->Name("mx_quantize/float8_e4m3fn/square32/avx2")->Arg(k64K)->UseRealTime();
+BENCHMARK_TEMPLATE(mx_quantize_tile_avx512, float8_e4m3fn, mx_tile::square32)->Name("mx_quantize/float8_e4m3fn/square32/avx512")->Arg(k64K)->UseRealTime();

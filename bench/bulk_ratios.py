@@ -95,6 +95,20 @@ def rows(rates):
         out.append((f"mx_quantize {f} / stream f32->u8, 64M", find(rates, f"mx_quantize/{f}/simd", M64), s64m, 0.6))
         out.append((f"mx_quantize {f} / plain (SSE2) stream f32->u8, 64K", find(rates, f"mx_quantize/{f}/simd", K64), p64k,
                     0.12))
+    # MX on each ISA path (issue 18: AVX-512 MX quantize >= 0.20 at 64K, >= 0.9 at 64M).
+    for path in ("avx512", "avx2"):
+        for f in ["float8_e4m3fn", "float4_e2m1fn"]:
+            q = f"mx_quantize/{f}/{path}"
+            out.append((f"mx_quantize {f} {path} / stream f32->u8, 64K", find(rates, q, K64), s64k,
+                        0.20 if path == "avx512" else None))
+            out.append((f"mx_quantize {f} {path} / stream f32->u8, 64M", find(rates, q, M64), s64m,
+                        0.9 if path == "avx512" else None))
+            d = f"mx_dequantize/{f}/{path}"
+            out.append((f"mx_dequantize {f} {path} / stream u8->f32, 64K", find(rates, d, K64), d64k, None))
+            out.append((f"mx_dequantize {f} {path} / stream u8->f32, 64M", find(rates, d, M64), d64m, None))
+        for tile in ("col32", "square32"):
+            out.append((f"mx_quantize float8_e4m3fn {tile} {path} / stream f32->u8, 64K",
+                        find(rates, f"mx_quantize/float8_e4m3fn/{tile}/{path}", K64), s64k, None))
     return out
 
 

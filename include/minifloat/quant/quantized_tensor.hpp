@@ -134,7 +134,9 @@ class quantized_tensor {
  public:
   quantized_tensor() = default;
 
-  /// Adopts existing buffers (e.g. read from files); throws shape_error if any size is off.
+  /// Adopts existing buffers (e.g. read from files); throws shape_error if any size is off and
+  /// std::invalid_argument for an fp32 scale that is not finite and positive (a scales file holds
+  /// whatever it holds; such a scale would dequantize to NaN, Inf or flipped signs).
   static quantized_tensor from_parts(const quant_scheme& s, std::size_t rows, std::size_t cols,
                                      std::vector<std::uint8_t> codes, std::vector<float> scales,
                                      std::vector<std::uint8_t> mx_scales) {
@@ -142,6 +144,10 @@ class quantized_tensor {
     q.scheme_ = s, q.rows_ = rows, q.cols_ = cols;
     q.codes_ = std::move(codes), q.scales_ = std::move(scales), q.mx_scales_ = std::move(mx_scales);
     q.view().validate();
+    for (std::size_t i = 0; i < q.scales_.size(); ++i)
+      if (const float sc = q.scales_[i]; !(sc > 0.0f) || !std::isfinite(sc))
+        throw std::invalid_argument("from_parts: scale " + std::to_string(i) + " is " + std::to_string(sc) +
+                                    "; expected a finite, positive fp32 scale");
     return q;
   }
 
@@ -278,7 +284,9 @@ void decode_segment(std::span<const std::uint8_t> row_codes, std::size_t c0, std
 template <class Elem>
 void quantize_scaled_groups(matrix_view<const float> x, const quant_scheme& s, std::span<std::uint8_t> codes,
                             std::span<float> scales, std::span<const float> given, const quantize_options& o) {
-  const auto [tr, tc] = scale_tile(s, x.rows, x.cols);
+  // Plain names, not a structured binding: clang 14 cannot capture a binding in the lambdas below.
+  const auto tile = scale_tile(s, x.rows, x.cols);
+  const std::size_t tr = tile.first, tc = tile.second;
   const std::size_t gr = ceil_div(x.rows, tr), gc = ceil_div(x.cols, tc);
   const std::size_t rb = code_row_bytes(s.format, x.cols);
   const conversion conv{s.round, overflow::saturate};
@@ -313,7 +321,8 @@ void quantize_scaled_groups(matrix_view<const float> x, const quant_scheme& s, s
 
 template <class Elem>
 void dequantize_scaled_groups(const quantized_tensor_view& q, std::span<float> out, const quantize_options& o) {
-  const auto [tr, tc] = scale_tile(q.scheme, q.rows, q.cols);
+  const auto tile = scale_tile(q.scheme, q.rows, q.cols);  // no structured binding: see quantize_scaled_groups
+  const std::size_t tr = tile.first, tc = tile.second;
   const std::size_t gc = q.scale_grid_cols(), rb = code_row_bytes(q.scheme.format, q.cols);
   if (runs_flat<Elem>(q.scheme, q.rows, q.cols, true)) {
     simd::parallel_for(q.rows * q.cols, o.threads, flat_grain, [&](std::size_t b, std::size_t e) {

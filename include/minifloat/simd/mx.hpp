@@ -12,7 +12,7 @@
 //
 // noexcept, kernel_status as in bulk.hpp: null_pointer, size_mismatch (buffer sizes, or a
 // rows * cols that does not fit in size_t), bad_argument (a rule that is not an MX rule),
-// unsupported_isa. ISA paths: AVX2 (avx2/mx.hpp, also what avx512 runs today); on AArch64 the
+// unsupported_isa. ISA paths: AVX2 (avx2/mx.hpp), AVX-512 (avx512/mx.hpp); on AArch64 the
 // scalar reference. Dequantized NaN payloads: an element that is itself NaN (E4M3/E5M2) under a
 // NaN scale is NaN on every path, but which of the two NaNs the multiply returns is not
 // specified (x86 returns the first operand, and a compiler may commute the scalar multiply).
@@ -29,6 +29,7 @@
 #include "scalar/mx.hpp"
 #if MINIFLOAT_SIMD_X86
 #include "avx2/mx.hpp"
+#include "avx512/mx.hpp"
 #endif
 
 namespace minifloat::simd {
@@ -75,8 +76,8 @@ kernel_status mx_quantize_impl(std::span<const In> x, std::size_t rows, std::siz
       scalar::mx_quantize<Elem>(x.data(), rows, cols, tile, rule, codes.data(), scales.data());
       break;
 #if MINIFLOAT_SIMD_X86
-    case isa::avx2:
-    case isa::avx512: avx2::mx_quantize<Elem>(x.data(), rows, cols, tile, rule, codes.data(), scales.data()); break;
+    case isa::avx2: avx2::mx_quantize<Elem>(x.data(), rows, cols, tile, rule, codes.data(), scales.data()); break;
+    case isa::avx512: avx512::mx_quantize<Elem>(x.data(), rows, cols, tile, rule, codes.data(), scales.data()); break;
 #endif
 #if MINIFLOAT_SIMD_NEON
     case isa::neon: scalar::mx_quantize<Elem>(x.data(), rows, cols, tile, rule, codes.data(), scales.data()); break;
@@ -120,8 +121,8 @@ template <mx_element Elem>
   switch (detail::resolve(o.path)) {
     case isa::scalar: scalar::mx_dequantize<Elem>(codes.data(), scales.data(), rows, cols, tile, out.data()); break;
 #if MINIFLOAT_SIMD_X86
-    case isa::avx2:
-    case isa::avx512: avx2::mx_dequantize<Elem>(codes.data(), scales.data(), rows, cols, tile, out.data()); break;
+    case isa::avx2: avx2::mx_dequantize<Elem>(codes.data(), scales.data(), rows, cols, tile, out.data()); break;
+    case isa::avx512: avx512::mx_dequantize<Elem>(codes.data(), scales.data(), rows, cols, tile, out.data()); break;
 #endif
 #if MINIFLOAT_SIMD_NEON
     case isa::neon: scalar::mx_dequantize<Elem>(codes.data(), scales.data(), rows, cols, tile, out.data()); break;

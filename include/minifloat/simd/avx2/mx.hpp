@@ -85,35 +85,9 @@ MINIFLOAT_INLINE_AVX2 void mx_block_row(const In* x, std::size_t n, scale_rule r
   }
 }
 
-/// The E8M0 codes of 8 blocks from their amax |bit patterns| (lanes), by `Rule`: the formulas of
-/// formats/mx_scale.hpp in 32-bit lanes. With eb the biased exponent field and f the fraction,
-/// code = clamp(eb - emax + adj, 0, 254), adj = 0 (floor), [f != 0] (ceil), [f + 2^(22-M) >=
-/// 2^23] (even), [f > f_max] (rceil); NaN/Inf -> 0xFF. A float32-subnormal or zero amax has
-/// eb = 0 and gets 0 (the block layer's normalised exponent is clamped to the same 0x00). The
-/// finite guard of mx_scale_code_from_abs_bits: eb = 254 with f + 2^(22-M) >= 2^23 takes the
-/// floor code (the rounded-up rules would dequantize the block max to 2^128).
-template <mx_element Elem, scale_rule Rule>
-MINIFLOAT_INLINE_AVX2 __m256i mx_scale_codes8(__m256i a) {
-  constexpr int M = Elem::spec::mantissa_bits;
-  const __m256i frac = _mm256_and_si256(a, splat(0x7FFFFFU));
-  const __m256i eb = _mm256_srli_epi32(a, 23);
-  const __m256i floor_k = _mm256_sub_epi32(eb, splat(static_cast<std::uint32_t>(mx_emax<Elem>)));
-  __m256i k = floor_k;
-  if constexpr (Rule == scale_rule::ceil) {
-    k = _mm256_add_epi32(_mm256_add_epi32(k, splat(1)), _mm256_cmpeq_epi32(frac, _mm256_setzero_si256()));
-  } else if constexpr (Rule == scale_rule::even) {
-    k = _mm256_add_epi32(k, _mm256_srli_epi32(_mm256_add_epi32(frac, splat(1U << (22 - M))), 23));
-  } else if constexpr (Rule == scale_rule::rceil) {
-    k = _mm256_sub_epi32(k, _mm256_cmpgt_epi32(frac, splat(minifloat::detail::mx_max_significand<Elem> - 0x800000U)));
-  }
-  if constexpr (Rule != scale_rule::floor) {
-    const __m256i top = _mm256_cmpeq_epi32(eb, splat(254));
-    const __m256i to_two = _mm256_cmpgt_epi32(_mm256_add_epi32(frac, splat(1U << (22 - M))), splat(0x7FFFFFU));
-    k = blend(k, floor_k, _mm256_and_si256(top, to_two));
-  }
-  const __m256i code = _mm256_min_epi32(_mm256_max_epi32(k, _mm256_setzero_si256()), splat(254));
-  return blend(code, splat(mx_nan_scale_code), _mm256_cmpgt_epi32(a, splat(0x7F7FFFFFU)));
-}
+#define MINIFLOAT_LANES_INLINE MINIFLOAT_INLINE_AVX2
+#include "../lanes/mx_logic.hpp"
+#undef MINIFLOAT_LANES_INLINE
 
 /// Lane j = max over the 8 lanes of v[j] (8 horizontal maxima at once; values are non-negative).
 MINIFLOAT_INLINE_AVX2 __m256i hmax8x8(const __m256i v[8]) {
@@ -138,10 +112,10 @@ MINIFLOAT_INLINE_AVX2 void mx_blocks8_row(const In* x, std::uint8_t* codes, std:
         _mm256_max_epi32(_mm256_and_si256(load8(b), abs_mask), _mm256_and_si256(load8(b + 8), abs_mask)),
         _mm256_max_epi32(_mm256_and_si256(load8(b + 16), abs_mask), _mm256_and_si256(load8(b + 24), abs_mask)));
   }
-  const __m256i code = mx_scale_codes8<Elem, Rule>(hmax8x8(m));
+  const __m256i code = mx_scale_codes<ops, Elem, Rule>(hmax8x8(m));
   const __m128i c16 = _mm_packus_epi32(_mm256_castsi256_si128(code), _mm256_extracti128_si256(code, 1));
   _mm_storel_epi64(reinterpret_cast<__m128i*>(scales), _mm_packus_epi16(c16, c16));
-  const __m256i mul = _mm256_slli_epi32(_mm256_sub_epi32(splat(254), code), 23);  // 2^(127 - code)
+  const __m256i mul = mx_multipliers<ops>(code);
   const __m256i nan = _mm256_cmpeq_epi32(code, splat(mx_nan_scale_code));
   for (int j = 0; j < 8; ++j) {
     const __m256i sel = splat(static_cast<std::uint32_t>(j));
