@@ -20,6 +20,12 @@ JOBS="${JOBS:-2}"
 LOG_DIR="build/logs"
 
 bash scripts/install-deps.sh --fuzz --neon || { echo "test.sh: installing dependencies failed" >&2; exit 1; }
+# ccache (installed above) keeps compiled objects between runs; CCACHE_BASEDIR makes its keys
+# independent of where the clone lives, so a fresh clone of an unchanged tree compiles nothing.
+if command -v ccache >/dev/null 2>&1 && [ -z "${MINIFLOAT_NO_CCACHE:-}" ]; then
+  export CMAKE_CXX_COMPILER_LAUNCHER=ccache CMAKE_C_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true CCACHE_MAXSIZE="${CCACHE_MAXSIZE:-8G}"
+fi
 mkdir -p "$LOG_DIR"
 
 failed_steps=()

@@ -14,11 +14,13 @@ mkdir -p "$out/include"
 ln -sfn /usr/include/catch2 "$out/include/catch2"
 flags=(-std=c++20 -O2 $extra -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Wold-style-cast
        -Wcast-qual -Wundef -Werror -I"$root/include" -I"$root/tests" -I"$out/include")
+launcher=()
+if [ -n "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ]; then launcher=("$CMAKE_CXX_COMPILER_LAUNCHER"); fi
 objs=()
 pids=()
 for src in "$root/tests/main.cpp" "$root"/tests/simd_equivalence/*.cpp; do
   obj="$out/$(basename "$src" .cpp).o"
-  aarch64-linux-gnu-g++ "${flags[@]}" -c "$src" -o "$obj" &
+  "${launcher[@]}" aarch64-linux-gnu-g++ "${flags[@]}" -c "$src" -o "$obj" &
   objs+=("$obj")
   pids+=($!)
   if (( ${#pids[@]} == 2 )); then  # two compilers at a time; a failed compile stops the script
