@@ -16,7 +16,7 @@ for arg in "$@"; do
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;
     --neon) packages+=(g++-aarch64-linux-gnu qemu-user) ;;
     --kjv) packages+=(bible-kjv) ;;
-    -h|--help) sed -n '2,10p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
     *) echo "install-deps.sh: unknown argument '$arg'" >&2; exit 2 ;;
   esac
 done
