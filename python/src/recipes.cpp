@@ -89,7 +89,7 @@ step_result step_py(Recipe& self, const py::object& x, const py::object& amax, s
 void bind_recipes(py::module_& m) {
   py::class_<amax_scaling>(m, "amax_scaling", R"doc(How one amax becomes one fp32 scale s (x ~ s * decode(q)).
 
-Rules: guard_pow2 (HiF8: s = 2^(floor(log2 amax) - (15 - n_guard))) and max_margin (FP8, TE:
+Rules (scale_rule names): pow2 (HiF8 guard rule: s = 2^(floor(log2 amax) - (15 - n_guard))) and max (FP8, TE:
 s = amax * 2^margin / dst_max). Build one with the static constructors.)doc")
       .def_static("hif8_guard", [](int n_guard) { return amax_scaling::hif8_guard(n_guard); }, py::arg("n_guard") = 11)
       .def_static("hif8_role", [](const std::string& role) { return amax_scaling::hif8_guard(role_arg(role)); },

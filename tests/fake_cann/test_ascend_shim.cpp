@@ -586,10 +586,12 @@ TEST_CASE("ascend quantize mx: axis 1 / 0 FP8 / FP4 floor / rceil -> scaleAlg 0 
       }
     }
     CHECK(copies_seen > 0);
-    // FP4 rounding "floor" exists on the 950 (the library has no MX floor): accepted, refused by the CPU.
+    // FP4 rounding "floor" exists on the 950, but an MX scheme that does not round to nearest even
+    // is not a valid quant_scheme (validate(), OCP MX 6.3): both backends refuse it with that reason.
     auto fp4_floor = mx_scheme(format_id::float4_e2m1fn, 1);
     fp4_floor.round = rounding::downward;
-    CHECK(npu.supports(be::request::for_quantize(be::float32, fp4_floor)));
+    CHECK_FALSE(npu.supports(be::request::for_quantize(be::float32, fp4_floor)));
+    CHECK_THAT(npu.supports(be::request::for_quantize(be::float32, fp4_floor)).reason, Catch::Contains("nearest even"));
     CHECK_FALSE(cpu.supports(be::request::for_quantize(be::float32, fp4_floor)));
     // FLOAT x with a quantized axis shorter than 32 is outside the op's documented range.
     std::vector<float> small(16, 1.0f);
