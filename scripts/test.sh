@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Full local/CI check (what .ci/run calls):
-#   1. asan-ubsan preset (Debug, ASan+UBSan): build, ctest without the exhaustive label
-#   2. release preset (-O3): build, ctest everything (unit, exhaustive, cli, examples, install)
+#   1. asan-ubsan preset (Debug, ASan+UBSan): library, tests and CLI; ctest (no exhaustive label)
+#   2. release preset (-O3): build everything, ctest everything (unit, exhaustive, cli, examples,
+#      lm, python, mpi, install)
 #   3. fuzz preset (clang, libFuzzer + ASan + UBSan): every fuzz/ target (file readers in memory
 #      and through real paths, scheme strings, CLI parsers, quantize paths, from_parts, GEMM
 #      arguments), each for at most MINIFLOAT_FUZZ_SECONDS (18 s: 8 targets, under 3 minutes in all) from
