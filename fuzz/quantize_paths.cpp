@@ -1,11 +1,9 @@
 // libFuzzer target: quantization over random shapes, schemes and values (NaN, Inf, subnormals
 // included): the reference path against the SIMD path, which must agree bit for bit on codes,
 // scales and dequantized values, or both throw the same typed error.
-// Today the reference is minifloat::quantize / dequantize (quant/quantized_tensor.hpp) and the
-// SIMD path minifloat::simd::quantize / dequantize (simd/quantize_twin.hpp); once the engine is
-// unified this becomes quantize(x, s, {.path = simd::isa::scalar}) against the automatic path.
+// The reference is the engine's scalar path (quantize(..., {.path = simd::isa::scalar})), the SIMD
+// path its automatic one (the widest ISA of this CPU).
 #include <minifloat/quant/quantized_tensor.hpp>
-#include <minifloat/simd/quantize_twin.hpp>
 
 #include <bit>
 #include <cmath>
@@ -62,17 +60,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
 
   quantized_tensor ref, fast;
   std::string ref_what, fast_what;
-  const int ref_rc = outcome([&] { ref = quantize(std::span<const float>(x), rows, cols, s); }, ref_what);
-  const int fast_rc = outcome(
-      [&] { fast = simd::quantize(std::span<const float>(x), rows, cols, s, simd::bulk_options{.seed = s.seed}); },
-      fast_what);
+  const quantize_options scalar_path{.path = simd::isa::scalar};
+  const int ref_rc = outcome([&] { ref = quantize(std::span<const float>(x), rows, cols, s, scalar_path); }, ref_what);
+  const int fast_rc = outcome([&] { fast = quantize(std::span<const float>(x), rows, cols, s); }, fast_what);
   if (ref_rc != fast_rc) std::abort();  // one path refused what the other accepted
   if (ref_rc != 0) return 0;
   if (!std::equal(ref.codes().begin(), ref.codes().end(), fast.codes().begin(), fast.codes().end())) std::abort();
   if (!fuzz::same_values(ref.scales(), fast.scales())) std::abort();
   if (!std::equal(ref.mx_scales().begin(), ref.mx_scales().end(), fast.mx_scales().begin(), fast.mx_scales().end()))
     std::abort();
-  const std::vector<float> y_ref = dequantize(ref), y_fast = simd::dequantize(fast);
+  const std::vector<float> y_ref = dequantize(ref, scalar_path), y_fast = dequantize(fast);
   if (y_ref.size() != rows * cols || !fuzz::same_values(y_ref, y_fast)) std::abort();
   // The scales the engine picked are usable ones: finite and positive.
   for (const float sc : ref.scales())
