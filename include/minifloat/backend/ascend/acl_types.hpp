@@ -27,7 +27,7 @@
 
 namespace minifloat::backend::ascend {
 
-// --- aclDataType (docs/formats/ascend.md#data-types; runtime docs aclDataType.md) --------------------------------
+// --- aclDataType (docs/formats/ascend.md#data-types; the CANN runtime documentation of aclDataType) --------------------------------
 
 /// The aclDataType number of an element type, written down from the docs (not taken from the
 /// header, so the static_asserts below compare two independent transcriptions).
