@@ -31,6 +31,7 @@
 
 #include <minifloat/recipes/recipes.hpp>
 
+#include "args.hpp"
 #include "trainer.hpp"
 
 #ifndef LM_TRAINING_DEFAULT_TEXT
@@ -74,24 +75,6 @@ struct options {
       "  --replot DIR [--note TEXT]   curves.svg again from DIR/curves.csv\n"
       "  --quiet\n";
   std::exit(code);
-}
-
-template <class T>
-T parse_num(std::string_view s, const char* what) {
-  T v{};
-  if constexpr (std::is_floating_point_v<T>) {
-    try {
-      std::size_t pos = 0;
-      v = static_cast<T>(std::stod(std::string(s), &pos));
-      if (pos == s.size()) return v;
-    } catch (const std::exception&) {
-    }
-  } else {
-    const auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec == std::errc() && p == s.data() + s.size()) return v;
-  }
-  std::cerr << "lm_training: " << what << " expects a number, got '" << s << "'\n";
-  std::exit(2);
 }
 
 std::vector<std::string> split(std::string_view s, char c) {
@@ -546,17 +529,6 @@ int run_training(options& o) {
   }
   std::cout << "wrote table.md, results.csv, curves.csv, curves.svg into " << out.string() << "\n";
   return 0;
-}
-
-/// The smoke configuration: tiny model, short run on the shipped slice.
-train_config smoke_config() {
-  train_config c;
-  c.model = {.layers = 2, .d_model = 64, .heads = 2, .d_ff = 128, .context = 64};
-  c.steps = 60, c.batch = 4;
-  c.opt.lr = 3e-3, c.opt.warmup = 10;
-  c.inject_inf_step = 20, c.inject_nan_step = 35;
-  c.log_every = 0, c.quiet = true, c.threads = 2;
-  return c;
 }
 
 int run_smoke(const options& o) {

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -58,6 +59,7 @@ enum class slot_policy : std::uint8_t {
 /// train: the scaling states step. eval: states are read, never stepped (delayed: the held
 /// scale). calibrate: fp32 values, and every tensor is kept for calibrate().
 enum class slot_mode : std::uint8_t { train, eval, calibrate };
+using amax_reducer = std::function<void(mf::amax_stats&)>;
 
 /// What a slot is told at construction.
 struct slot_spec {
@@ -147,6 +149,10 @@ class quant_slot<float> {
 
   [[nodiscard]] slot_policy policy() const noexcept { return spec_.policy; }
   [[nodiscard]] const slot_spec& spec() const noexcept { return spec_; }
+  /// Data parallelism: reduces a step's amax stats over the ranks (comm::reduce_amax) before a
+  /// delayed or current state steps on them, so every rank's history and scale stay identical.
+  /// The function must outlive the slot.
+  void set_amax_reducer(const amax_reducer* r) noexcept { reduce_ = r; }
   void set_mode(slot_mode m) { mode_ = m; }
   [[nodiscard]] slot_mode mode() const noexcept { return mode_; }
   /// Inference: the calibrated static scale of a fixed slot.
@@ -172,7 +178,13 @@ class quant_slot<float> {
       case slot_policy::current: {
         mf::step_result r;
         if (mode_ == slot_mode::train) {
-          r = delayed_ ? delayed_->step(view) : current_->step(view);
+          if (reduce_ != nullptr && *reduce_) {  // data parallel: every rank steps on the same stats
+            mf::amax_stats st = mf::scan_amax(view);
+            (*reduce_)(st);
+            r = delayed_ ? delayed_->step(st, view) : current_->step(st, view);
+          } else {
+            r = delayed_ ? delayed_->step(view) : current_->step(view);
+          }
           stepped_ = true;
           overflow_ += r.overflow;
         } else {  // eval: the held delayed scale (current scaling before the first step)
@@ -351,6 +363,7 @@ class quant_slot<float> {
   std::size_t q_t_groups_ = 0;
   std::vector<float> values_;
   std::size_t overflow_ = 0, nonfinite_steps_ = 0;
+  const amax_reducer* reduce_ = nullptr;
   std::vector<std::vector<float>> recorded_;
   std::vector<std::size_t> recorded_rows_;
 };

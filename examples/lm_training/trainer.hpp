@@ -41,7 +41,22 @@ struct train_config {
   std::size_t log_every = 100;
   unsigned threads = 2;
   bool quiet = false;
+  /// Data parallelism (lm_training_dp): this process is rank `rank` of `ranks` and trains on rows
+  /// [batch rank / ranks, batch (rank + 1) / ranks) of every global batch; the injected faults
+  /// happen on rank `fault_rank` only.
+  std::size_t rank = 0, ranks = 1, fault_rank = 0;
 };
+
+/// The smoke configuration (ctest): tiny model, short run on the shipped slice, both faults.
+inline train_config smoke_config() {
+  train_config c;
+  c.model = {.layers = 2, .d_model = 64, .heads = 2, .d_ff = 128, .context = 64};
+  c.steps = 60, c.batch = 4;
+  c.opt.lr = 3e-3, c.opt.warmup = 10;
+  c.inject_inf_step = 20, c.inject_nan_step = 35;
+  c.log_every = 0, c.quiet = true, c.threads = 2;
+  return c;
+}
 
 /// One gradient as the hook sees it.
 struct gradient_span {
@@ -52,6 +67,11 @@ struct gradient_span {
 /// model (the data-parallel all-reduce goes here; a non-finite gradient on any rank then reaches
 /// every rank and all of them skip the step together).
 using gradient_hook = std::function<void(std::span<const gradient_span>)>;
+/// Data parallelism: true on every rank if `stop` is true on any rank (called at both points
+/// where a step can stop, so every rank stops, skips and retries together).
+using agree_hook = std::function<bool(bool stop)>;
+/// Data parallelism: the mean loss of the global batch from this rank's mean over its rows.
+using loss_hook = std::function<double(double local_mean)>;
 
 struct step_record {
   std::size_t step = 0;
@@ -109,6 +129,10 @@ class trainer {
       : cfg_(c), rc_(rc), data_(data), model_(c.model, rc, c.seed, c.threads), opt_(c.opt) {}
 
   void set_gradient_hook(gradient_hook h) { hook_ = std::move(h); }
+  void set_agree_hook(agree_hook h) { agree_ = std::move(h); }
+  void set_loss_hook(loss_hook h) { loss_hook_ = std::move(h); }
+  /// Called after every step (applied or given up), with its index.
+  void set_step_hook(std::function<void(std::size_t)> h) { step_hook_ = std::move(h); }
   transformer<float>& model() { return model_; }
 
   run_result run() {
@@ -123,29 +147,30 @@ class trainer {
     const auto t0 = std::chrono::steady_clock::now();
     const double c0 = cpu_seconds();
     for (std::size_t s = 0; s < cfg_.steps; ++s) {
-      const batch bt = training_batch(data_, cfg_.batch, cfg_.model.context, cfg_.seed, s);
+      const batch bt = rank_rows(training_batch(data_, cfg_.batch, cfg_.model.context, cfg_.seed, s));
       step_record rec;
       rec.step = s;
       rec.lr = learning_rate(cfg_.opt, s, cfg_.steps);
       for (std::size_t attempt = 0;; ++attempt) {
-        const fault f{.nan_activation = cfg_.inject_nan_step == s && attempt == 0,
-                      .inf_gradient = cfg_.inject_inf_step == s && attempt == 0};
+        const bool here = cfg_.rank == cfg_.fault_rank;
+        const fault f{.nan_activation = here && cfg_.inject_nan_step == s && attempt == 0,
+                      .inf_gradient = here && cfg_.inject_inf_step == s && attempt == 0};
         if (f.nan_activation) rec.event += "inject NaN activation; ";
         if (f.inf_gradient) rec.event += "inject Inf gradient; ";
         model_.for_each_slot([](quant_slot<float>& q) { q.clear_flag(); });
         const double loss = model_.forward(bt, f);
-        std::string why = stop_reason("activation", !std::isfinite(loss), "loss");
+        std::string why = agreed(stop_reason("activation", !std::isfinite(loss), "loss"));
         double gnorm = NAN;
         if (why.empty()) {
           model_.backward(f);
           if (hook_) hook_(spans);
           gnorm = global_norm(params);
-          why = stop_reason("gradient", !std::isfinite(gnorm), "gradient norm");
+          why = agreed(stop_reason("gradient", !std::isfinite(gnorm), "gradient norm"));
         }
         res.tokens += bt.inputs.size();
         if (why.empty()) {
           opt_.step(params, rec.lr, gnorm > cfg_.opt.clip ? cfg_.opt.clip / gnorm : 1.0);
-          rec.loss = loss, rec.grad_norm = gnorm, rec.attempts = attempt + 1;
+          rec.loss = loss_hook_ ? loss_hook_(loss) : loss, rec.grad_norm = gnorm, rec.attempts = attempt + 1;
           break;
         }
         ++res.skipped;
@@ -174,6 +199,7 @@ class trainer {
         std::cout << "  [" << rc_.name() << "] step " << s << " loss " << rec.loss << " lr " << rec.lr << " |g| "
                   << rec.grad_norm << (std::isnan(rec.val_loss) ? "" : " val " + std::to_string(rec.val_loss)) << "\n";
       res.steps.push_back(rec);
+      if (step_hook_) step_hook_(s);
     }
     res.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     res.cpu_s = cpu_seconds() - c0;
@@ -204,6 +230,22 @@ class trainer {
   }
 
  private:
+  /// This rank's rows of a global batch (all of it in a single process).
+  [[nodiscard]] batch rank_rows(batch g) const {
+    if (cfg_.ranks <= 1) return g;
+    const std::size_t r0 = g.b * cfg_.rank / cfg_.ranks, r1 = g.b * (cfg_.rank + 1) / cfg_.ranks;
+    batch out;
+    out.b = r1 - r0, out.t = g.t;
+    out.inputs.assign(g.inputs.begin() + static_cast<std::ptrdiff_t>(r0 * g.t), g.inputs.begin() + static_cast<std::ptrdiff_t>(r1 * g.t));
+    out.targets.assign(g.targets.begin() + static_cast<std::ptrdiff_t>(r0 * g.t), g.targets.begin() + static_cast<std::ptrdiff_t>(r1 * g.t));
+    return out;
+  }
+  /// The stop decision of every rank (this one's reason, or that another rank stopped).
+  [[nodiscard]] std::string agreed(std::string why) const {
+    if (!agree_) return why;
+    const bool any = agree_(!why.empty());
+    return any && why.empty() ? std::string("another rank stopped the step") : why;
+  }
   /// Empty if the step may go on; else why it stops (counting the slots that saw Inf/NaN).
   std::string stop_reason(const char* what, bool bad_value, const char* value_name) {
     std::size_t n = 0;
@@ -219,6 +261,9 @@ class trainer {
   transformer<float> model_;
   adamw<float> opt_;
   gradient_hook hook_;
+  agree_hook agree_;
+  loss_hook loss_hook_;
+  std::function<void(std::size_t)> step_hook_;
 };
 
 }  // namespace lm

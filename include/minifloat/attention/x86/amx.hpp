@@ -51,7 +51,7 @@ struct alignas(64) tile_config {
 /// Per-thread scratch, reused across calls (a fresh 300 KB allocation per block would be mmap'd).
 struct scratch {
   std::vector<std::uint16_t> qt, kb, pa, vb;
-  std::vector<float> st, part, acc;
+  std::vector<float> st, part, srow, acc;
   std::vector<std::int32_t> lim;
   float m[max_block_rows], l[max_block_rows], alpha[max_block_rows];
   static scratch& local() {
@@ -426,6 +426,27 @@ MINIFLOAT_TARGET_AMX inline void decode_pairs(const kv_view& x, std::size_t r0, 
   }
 }
 
+/// The S^T tiles 0 .. nkt - 1 (16 keys x 16 queries each) to st.
+MINIFLOAT_TARGET_AMX inline void store_s_tiles(float* st, std::size_t nkt) {
+  _tile_stored(0, st, 64);
+  if (nkt > 1) _tile_stored(1, st + 256, 64);
+  if (nkt > 2) _tile_stored(2, st + 512, 64);
+  if (nkt > 3) _tile_stored(3, st + 768, 64);
+}
+
+/// acc = acc * alpha + v_factor * part, row by row (rows x width floats each).
+MINIFLOAT_TARGET_AMX inline void update_acc(float* acc, const float* part, const float* alpha, std::size_t rows, std::size_t width,
+                                            float v_factor) {
+  const __m512 vf = _mm512_set1_ps(v_factor);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const __m512 al = _mm512_set1_ps(alpha[r]);
+    float* ar = acc + r * width;
+    const float* pr = part + r * width;
+    for (std::size_t c = 0; c < width; c += 16)
+      _mm512_storeu_ps(ar + c, _mm512_fmadd_ps(_mm512_loadu_ps(pr + c), vf, _mm512_mul_ps(_mm512_loadu_ps(ar + c), al)));
+  }
+}
+
 // --- the block -------------------------------------------------------------------------------------
 
 MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
@@ -460,9 +481,9 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
     }
 
   const std::size_t kb_plane = chunk_keys * dp, vb_plane = (chunk_keys / 2) * dvp * 2, pa_plane = nqt * 16 * chunk_keys;
-  s.kb.resize(nkp * kb_plane), s.vb.resize(nvp * vb_plane);
+  s.kb.resize(2 * nkp * kb_plane), s.vb.resize(nvp * vb_plane);
   s.pa.assign(npp * pa_plane, 0);
-  s.st.resize(nqt * chunk_keys * 16), s.part.resize(16 * std::max(dvp, chunk_keys));
+  s.st.resize(nqt * chunk_keys * 16), s.part.resize(nqt * 16 * dvp), s.srow.resize(16 * chunk_keys);
   s.acc.assign(nqt * 16 * dvp, 0.0f);
   s.lim.assign(nqt * 16, 0);
   std::size_t kmax = 0;
@@ -475,28 +496,50 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
 
   const term_list tqk = terms(nkp, nqp), tpv = terms(npp, nvp);
   const __m512 neg_inf = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  const __m512 sf = _mm512_set1_ps(a.s_factor), ps = _mm512_set1_ps(a.p.scale);
+  // x / p_scale is x * (1 / p_scale) exactly when p_scale is a power of two (1 by default)
+  int p_exp = 0;
+  const bool p_pow2 = std::isfinite(a.p.scale) && std::frexp(a.p.scale, &p_exp) == 0.5f && p_exp > -125 && p_exp < 127;
+  const __m512 pinv = _mm512_set1_ps(p_pow2 ? 1.0f / a.p.scale : 1.0f);
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const std::size_t vs = dvp * 4;
+
+  // Software pipelining: a tile product runs asynchronously, and a hand-off between AMX and
+  // AVX-512 (tile store -> vector load, vector store -> tile load) waits for it, so each
+  // product is followed by AVX-512 work that does not depend on it: V's decode after S^T, the
+  // next chunk's K decode after P V, and the accumulator update of a chunk at the start of the
+  // next. The order of the arithmetic is unchanged (kernel.hpp).
+  const bool k_in_place = a.k.kind == element_kind::bf16 && d % 32 == 0 && a.k.row_bytes % 4 == 0;
+  const auto k_rows = [&](std::size_t c0, std::size_t& kstride) -> const std::uint16_t* {
+    const std::size_t n = std::min(chunk_keys, kmax - c0);
+    const std::size_t slot = (c0 / chunk_keys) % 2;
+    if (k_in_place && n % 16 == 0) {
+      kstride = a.k.row_bytes;
+      return reinterpret_cast<const std::uint16_t*>(a.k.data + c0 * a.k.row_bytes);  // NOLINT: bf16 words as stored
+    }
+    kstride = dp * 2;
+    return s.kb.data() + slot * nkp * kb_plane;
+  };
+  const auto decode_k = [&](std::size_t c0) {
+    const std::size_t n = std::min(chunk_keys, kmax - c0);
+    if (k_in_place && n % 16 == 0) return;
+    const std::size_t slot = (c0 / chunk_keys) % 2;
+    decode_rows(a.k, c0, n, (n + 15) / 16 * 16, dp, s.kb.data() + slot * nkp * kb_plane, kb_plane);
+  };
+  if (kmax > 0) decode_k(0);
+  bool pending = false;  // s.part and s.alpha hold a chunk not yet added to acc
   for (std::size_t c0 = 0; c0 < kmax; c0 += chunk_keys) {
     const std::size_t n = std::min(chunk_keys, kmax - c0);
     const std::size_t nkt = (n + 15) / 16, nu = (n + 31) / 32;
-    // the next chunk's rows, so the loads of this one's decode do not wait for DRAM
-    if (c0 + chunk_keys < kmax)
-      for (std::size_t r = c0 + chunk_keys, e = std::min(kmax, c0 + 2 * chunk_keys); r < e; ++r) {
-        for (std::size_t b = 0; b < a.k.row_bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(a.k.data + r * a.k.row_bytes + b), _MM_HINT_T0);
-        for (std::size_t b = 0; b < a.v.row_bytes; b += 64) _mm_prefetch(reinterpret_cast<const char*>(a.v.data + r * a.v.row_bytes + b), _MM_HINT_T0);
-      }
-    // K rows: straight from bfloat16 storage when no padding is needed
-    const std::uint16_t* kb = s.kb.data();
-    std::size_t kstride = dp * 2;
-    if (a.k.kind == element_kind::bf16 && d % 32 == 0 && n % 16 == 0 && a.k.row_bytes % 4 == 0) {
-      kb = reinterpret_cast<const std::uint16_t*>(a.k.data + c0 * a.k.row_bytes);  // NOLINT: bf16 words as stored
-      kstride = a.k.row_bytes;
-    } else {
-      decode_rows(a.k, c0, n, nkt * 16, dp, s.kb.data(), kb_plane);
-    }
+    std::size_t kstride = 0;
+    const std::uint16_t* kb = k_rows(c0, kstride);
+    const std::size_t kplane_bytes = kb_plane * 2;
     // S^T = K Q^T: the four key tiles of the chunk accumulate in tiles 0-3 (independent chains:
     // a tile product's latency is several times its throughput); A alternates between tiles 4
-    // and 6 so a load never waits for the product still reading the other.
+    // and 6 so a load never waits for the product still reading the other. The last query
+    // tile's result is stored after V's decode.
     for (std::size_t qt = 0; qt < nqt; ++qt) {
+      if (qt > 0) store_s_tiles(s.st.data() + (qt - 1) * chunk_keys * 16, nkt);
       _tile_zero(0);
       _tile_zero(1);
       _tile_zero(2);
@@ -505,7 +548,7 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
       for (std::size_t sl = 0; sl < dp / 32; ++sl)
         for (unsigned t = 0; t < tqk.n; ++t) {
           _tile_loadd(5, s.qt.data() + tqk.b[t] * qt_plane + qt * dp * 16 + sl * 16 * 32, 64);
-          const std::uint8_t* ka = kbytes + tqk.a[t] * kb_plane * 2 + sl * 64;
+          const std::uint8_t* ka = kbytes + tqk.a[t] * kplane_bytes + sl * 64;
           _tile_loadd(4, ka, kstride);
           _tile_dpbf16ps(0, 4, 5);
           if (nkt > 1) {
@@ -521,19 +564,17 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
             _tile_dpbf16ps(3, 6, 5);
           }
         }
-      float* st = s.st.data() + qt * chunk_keys * 16;
-      _tile_stored(0, st, 64);
-      if (nkt > 1) _tile_stored(1, st + 256, 64);
-      if (nkt > 2) _tile_stored(2, st + 512, 64);
-      if (nkt > 3) _tile_stored(3, st + 768, 64);
     }
+    if (pending) update_acc(s.acc.data(), s.part.data(), s.alpha, rows, dvp, a.v_factor);
     decode_pairs(a.v, c0, n, nu * 16, dvp, s.vb.data(), vb_plane);
+    store_s_tiles(s.st.data() + (nqt - 1) * chunk_keys * 16, nkt);
 
+    const bool has_next = c0 + chunk_keys < kmax;
     for (std::size_t qt = 0; qt < nqt; ++qt) {
       // S^T tiles (keys x queries) -> S rows (queries x keys): the softmax then runs over the
       // keys of one query per vector and writes P straight into the A-tile layout.
       const float* st = s.st.data() + qt * chunk_keys * 16;
-      float* srow = s.part.data();  // 16 x 64 floats, free until the P V product below
+      float* srow = s.srow.data();
       for (std::size_t kt = 0; kt < nkt; ++kt) {
         __m512i rr[16];
         for (std::size_t i = 0; i < 16; ++i) rr[i] = _mm512_loadu_si512(st + (kt * 16 + i) * 16);
@@ -541,15 +582,13 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
         for (std::size_t q = 0; q < 16; ++q) _mm512_storeu_si512(srow + q * chunk_keys + kt * 16, rr[q]);
       }
       const std::size_t valid_rows = std::min<std::size_t>(16, rows - qt * 16);
-      const __m512 sf = _mm512_set1_ps(a.s_factor), ps = _mm512_set1_ps(a.p.scale);
-      const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
       for (std::size_t r = 0; r < valid_rows; ++r) {
         const std::size_t row = qt * 16 + r;
         const std::size_t vis = a.limit[row] > c0 ? std::min(n, a.limit[row] - c0) : 0;
         std::uint16_t* pa = s.pa.data() + qt * 16 * chunk_keys + r * chunk_keys;
         if (vis == 0) {
           for (unsigned pl = 0; pl < npp; ++pl) std::memset(pa + pl * pa_plane, 0, chunk_keys * 2);
-          s.alpha[r] = 1.0f;
+          s.alpha[row] = 1.0f;
           continue;
         }
         __m512 v[4];
@@ -568,14 +607,16 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
         for (std::size_t j4 = 0; j4 < 4; ++j4) {
           __m512 e = _mm512_maskz_mov_ps(mk[j4], exp512(_mm512_sub_ps(v[j4], mnv)));
           lsum = _mm512_add_ps(lsum, e);
-          if (pr != p_round::none) e = round_p(_mm512_div_ps(e, ps), pr, a.p);
+          if (pr != p_round::none) e = round_p(p_pow2 ? _mm512_mul_ps(e, pinv) : _mm512_div_ps(e, ps), pr, a.p);
           store_planes16(e, npp, pa + 16 * j4, pa_plane);
         }
         s.l[row] = s.l[row] * alpha + _mm512_reduce_add_ps(lsum);
         s.m[row] = mn;
-        s.alpha[r] = alpha;
+        s.alpha[row] = alpha;
       }
-      // part = P V over this chunk, 16 queries x dv, four 16-column tiles at a time
+      // part = P V over this chunk, 16 queries x dv, four 16-column tiles at a time; the last
+      // group's result is stored after the next chunk's K decode
+      const bool last_qt = qt + 1 == nqt;
       for (std::size_t g = 0; g < dvp; g += 64) {
         const std::size_t nt = std::min<std::size_t>(4, (dvp - g) / 16);
         _tile_zero(0);
@@ -586,7 +627,6 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
           for (unsigned t = 0; t < tpv.n; ++t) {
             _tile_loadd(4, s.pa.data() + tpv.a[t] * pa_plane + qt * 16 * chunk_keys + u * 32, chunk_keys * 2);
             const std::uint16_t* vb = s.vb.data() + tpv.b[t] * vb_plane + u * 16 * dvp * 2 + g * 2;
-            const std::size_t vs = dvp * 4;
             _tile_loadd(5, vb, vs);
             _tile_dpbf16ps(0, 4, 5);
             if (nt > 1) {
@@ -602,22 +642,17 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
               _tile_dpbf16ps(3, 4, 7);
             }
           }
-        float* part = s.part.data() + g;
-        _tile_stored(0, part, dvp * 4);
-        if (nt > 1) _tile_stored(1, part + 16, dvp * 4);
-        if (nt > 2) _tile_stored(2, part + 32, dvp * 4);
-        if (nt > 3) _tile_stored(3, part + 48, dvp * 4);
-      }
-      const __m512 vf = _mm512_set1_ps(a.v_factor);
-      for (std::size_t r = 0; r < 16 && qt * 16 + r < rows; ++r) {
-        const __m512 al = _mm512_set1_ps(s.alpha[r]);
-        float* acc = s.acc.data() + (qt * 16 + r) * dvp;
-        const float* part = s.part.data() + r * dvp;
-        for (std::size_t c = 0; c < dvp; c += 16)
-          _mm512_storeu_ps(acc + c, _mm512_fmadd_ps(_mm512_loadu_ps(part + c), vf, _mm512_mul_ps(_mm512_loadu_ps(acc + c), al)));
+        if (last_qt && g + 64 >= dvp && has_next) decode_k(c0 + chunk_keys);
+        float* part = s.part.data() + qt * 16 * dvp + g;
+        _tile_stored(0, part, vs);
+        if (nt > 1) _tile_stored(1, part + 16, vs);
+        if (nt > 2) _tile_stored(2, part + 32, vs);
+        if (nt > 3) _tile_stored(3, part + 48, vs);
       }
     }
+    pending = true;
   }
+  if (pending) update_acc(s.acc.data(), s.part.data(), s.alpha, rows, dvp, a.v_factor);
   _tile_release();
   for (std::size_t r = 0; r < rows; ++r) {
     float* o = a.out + r * a.out_stride;
