@@ -79,14 +79,14 @@ double thread_cpu_seconds() {
 }
 
 /// One rank's codec work in an all_reduce of n elements over p ranks (no MPI): quantize the
-/// contribution, dequantize + accumulate p shards, quantize the own shard, dequantize the whole
+/// contribution, dequantize + sum p shards and quantize the sum (fused), dequantize the whole
 /// result. Thread CPU seconds, median of `reps`.
 double codec_alone(const std::vector<float>& x, std::size_t p, const mc::recipe& r, int reps) {
   const std::size_t n = x.size();
   const auto sh = mc::shard_range(n, p, r.chunk, 0);
   const mc::recipe rg = r.gather_recipe();
   std::vector<std::uint8_t> send(mc::flat_body_bytes(n, r) + 64 * p), shard(mc::flat_body_bytes(sh.size(), rg));
-  std::vector<float> acc(sh.size()), out(n);
+  std::vector<float> out(n);
   std::vector<double> t;
   for (int k = 0; k <= reps; ++k) {
     const double t0 = thread_cpu_seconds();
@@ -97,10 +97,9 @@ double codec_alone(const std::vector<float>& x, std::size_t p, const mc::recipe&
       (void)mc::encode_flat(std::span<const float>(x).subspan(s.begin, s.size()), r, std::span(send).subspan(at, b));
       at += b;
     }
-    std::fill(acc.begin(), acc.end(), 0.0f);
     const std::size_t b0 = mc::flat_body_bytes(sh.size(), r);
-    for (std::size_t j = 0; j < p; ++j) mc::accumulate_flat(std::span(send).first(b0), r, acc);  // p shards of that size
-    (void)mc::encode_flat(acc, rg, shard);
+    const std::vector<std::span<const std::uint8_t>> bodies(p, std::span<const std::uint8_t>(send).first(b0));  // p shards of that size
+    (void)mc::reduce_encode_flat(bodies, sh.size(), r, rg, shard);
     for (std::size_t j = 0; j < p; ++j) {  // every rank's reduced shard (here: this one's, p times)
       const auto s = mc::shard_range(n, p, r.chunk, j);
       const auto d = std::span(out).subspan(s.begin, std::min(s.size(), sh.size()));

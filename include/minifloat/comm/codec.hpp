@@ -9,6 +9,8 @@
 //                                 returns whether x held Inf/NaN
 //   decode_flat(body, r, out)     out[i] = the dequantized x[i]
 //   accumulate_flat(body, r, acc) acc[i] += the dequantized x[i] (one fp32 add per element)
+//   reduce_encode_flat(bodies, n, r, rg, out)   the sum of several bodies, re-quantized under rg
+//                                 chunk by chunk (= accumulate_flat each, then encode_flat)
 //   encode_rows / decode_rows     the same for rows x cols, one scale group per row
 #include <algorithm>
 #include <bit>
@@ -21,7 +23,6 @@
 
 #include "../quant/scales.hpp"
 #include "../simd/bulk.hpp"
-#include "../simd/mx.hpp"
 #include "../simd/mx.hpp"
 #include "recipe.hpp"
 
@@ -150,6 +151,56 @@ inline void decode_flat_chunk(std::span<const std::uint8_t> body, std::size_t le
   }
 }
 
+/// Writes the chunks of a flat body of len elements one at a time (any order), each exactly as
+/// encode_flat writes it: the owner of a shard re-quantizes its sum chunk by chunk while the sum
+/// is still in cache (reduce_encode_flat).
+class flat_encoder {
+ public:
+  flat_encoder(const recipe& r, std::size_t len, std::span<std::uint8_t> body)
+      : r_(r), s_(r.flat_scheme()), body_(body), codes_(body.subspan(flat_scale_bytes(len, r))) {}
+
+  /// Chunk i from xc (its elements); returns whether xc held Inf or NaN.
+  bool chunk(std::size_t i, std::span<const float> xc) {
+    const std::size_t c0 = i * r_.chunk, m = xc.size(), eb = element_bytes(r_.format);
+    const auto codes = codes_.subspan(c0 * eb, m * eb);
+    switch (scale_kind_of(r_.format)) {
+      case scale_kind::none: {
+        const bool bad = has_nonfinite(xc);
+        if (r_.format == wire_format::fp32) {
+          if (m != 0) std::memcpy(codes.data(), xc.data(), 4 * m);
+        } else {
+          encode_bf16(xc, codes, tmp_);
+        }
+        return bad;
+      }
+      case scale_kind::fp32:
+        return visit_wire_element(r_.format, [&](auto e) {
+          float scale = 1.0f;
+          const bool bad = encode_group<decltype(e)>(xc, s_, codes, scale).nonfinite;
+          put_u32(body_.data() + 4 * i, std::bit_cast<std::uint32_t>(scale));
+          return bad;
+        });
+      case scale_kind::e8m0: {
+        const bool bad = has_nonfinite(xc);
+        if (m == 0) return bad;
+        visit_mx_element(r_.format, [&](auto e) {
+          simd::check(simd::mx_quantize<decltype(e)>(xc, 1, m, mx_tile::row32, scale_rule::floor, codes,
+                                                     body_.subspan(c0 / mx_group, minifloat::detail::ceil_div(m, mx_group))),
+                      "comm: mx_quantize");
+        });
+        return bad;
+      }
+    }
+    return false;
+  }
+
+ private:
+  const recipe& r_;
+  quant_scheme s_;
+  std::span<std::uint8_t> body_, codes_;
+  std::vector<std::uint16_t> tmp_;
+};
+
 }  // namespace detail
 
 /// Body bytes (after the header) of a flat range of len elements.
@@ -163,44 +214,10 @@ inline bool encode_flat(std::span<const float> x, const recipe& r, std::span<std
   if (body.size() != flat_body_bytes(x.size(), r))
     throw shape_error("comm::encode_flat: body needs " + std::to_string(flat_body_bytes(x.size(), r)) + " bytes, got " +
                       std::to_string(body.size()));
-  const std::size_t n = x.size(), sb = flat_scale_bytes(n, r), eb = element_bytes(r.format);
-  const auto codes = body.subspan(sb);
+  const std::size_t n = x.size();
+  detail::flat_encoder enc(r, n, body);
   bool bad = false;
-  switch (scale_kind_of(r.format)) {
-    case scale_kind::none: {
-      std::vector<std::uint16_t> tmp;
-      for (std::size_t c0 = 0; c0 < n; c0 += r.chunk) {
-        const auto xc = x.subspan(c0, std::min(r.chunk, n - c0));
-        bad = detail::has_nonfinite(xc) || bad;
-        if (r.format == wire_format::fp32) std::memcpy(codes.data() + 4 * c0, xc.data(), 4 * xc.size());
-        else detail::encode_bf16(xc, codes.subspan(2 * c0, 2 * xc.size()), tmp);
-      }
-      return bad;
-    }
-    case scale_kind::fp32: {
-      const quant_scheme s = r.flat_scheme();
-      detail::visit_wire_element(r.format, [&](auto e) {
-        using Elem = decltype(e);
-        for (std::size_t c0 = 0, g = 0; c0 < n; c0 += r.chunk, ++g) {
-          const auto xc = x.subspan(c0, std::min(r.chunk, n - c0));
-          float scale = 1.0f;
-          bad = detail::encode_group<Elem>(xc, s, codes.subspan(c0 * eb, xc.size()), scale).nonfinite || bad;
-          detail::put_u32(body.data() + 4 * g, std::bit_cast<std::uint32_t>(scale));
-        }
-      });
-      return bad;
-    }
-    case scale_kind::e8m0: {
-      bad = detail::has_nonfinite(x);
-      if (n == 0) return bad;
-      detail::visit_mx_element(r.format, [&](auto e) {
-        using Elem = decltype(e);
-        simd::check(simd::mx_quantize<Elem>(x, 1, n, mx_tile::row32, scale_rule::floor, codes, body.first(sb)),
-                    "comm: mx_quantize");
-      });
-      return bad;
-    }
-  }
+  for (std::size_t c0 = 0, i = 0; c0 < n; c0 += r.chunk, ++i) bad = enc.chunk(i, x.subspan(c0, std::min(r.chunk, n - c0))) || bad;
   return bad;
 }
 
@@ -230,6 +247,38 @@ inline void accumulate_flat(std::span<const std::uint8_t> body, const recipe& r,
     float* a = acc.data() + c0;
     for (std::size_t j = 0; j < m; ++j) a[j] += d[j];
   }
+}
+
+/// The owner's step of all_reduce, fused: chunk by chunk, the dequantized bodies (each of n
+/// elements under r) are summed in their order onto +0 in fp32 -- exactly accumulate_flat of each
+/// body in turn onto a zeroed shard -- and the chunk's sum is quantized under rg into out_body
+/// (flat_body_bytes(n, rg) bytes) -- exactly encode_flat of that sum. The fp32 sum never leaves a
+/// chunk-sized buffer, which saves the shard's round trips through memory. Returns whether the sum
+/// held Inf or NaN.
+inline bool reduce_encode_flat(std::span<const std::span<const std::uint8_t>> bodies, std::size_t n, const recipe& r,
+                               const recipe& rg, std::span<std::uint8_t> out_body) {
+  for (const auto& b : bodies)
+    if (b.size() != flat_body_bytes(n, r))
+      throw shape_error("comm::reduce_encode_flat: " + std::to_string(n) + " elements need " +
+                        std::to_string(flat_body_bytes(n, r)) + " body bytes, got " + std::to_string(b.size()));
+  if (out_body.size() != flat_body_bytes(n, rg))
+    throw shape_error("comm::reduce_encode_flat: the output body needs " + std::to_string(flat_body_bytes(n, rg)) +
+                      " bytes, got " + std::to_string(out_body.size()));
+  detail::flat_encoder enc(rg, n, out_body);
+  std::vector<std::uint16_t> tmp;
+  std::vector<float> sum(std::min(n, r.chunk)), d(sum.size());
+  bool bad = false;
+  for (std::size_t c0 = 0, i = 0; c0 < n; c0 += r.chunk, ++i) {
+    const std::size_t m = std::min(r.chunk, n - c0);
+    const std::span<float> s = std::span<float>(sum).first(m), dm = std::span<float>(d).first(m);
+    std::fill(s.begin(), s.end(), 0.0f);
+    for (const auto& b : bodies) {
+      detail::decode_flat_chunk(b, n, r, i, dm, tmp);
+      for (std::size_t j = 0; j < m; ++j) s[j] += dm[j];
+    }
+    bad = enc.chunk(i, s) || bad;
+  }
+  return bad;
 }
 
 /// Body bytes of `rows` rows of `cols` elements.

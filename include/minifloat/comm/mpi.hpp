@@ -244,7 +244,6 @@ class scratch_buffer {
 
 struct scratch {
   scratch_buffer<std::uint8_t> send, recv, mine, all;
-  scratch_buffer<float> acc;
 };
 inline scratch& thread_scratch() {
   thread_local scratch s;
@@ -261,11 +260,15 @@ class stopwatch {
   std::chrono::steady_clock::time_point t0_;
 };
 
-/// The reduce-scatter half: every rank's quantized shards to their owners, accumulated in rank
-/// order. Returns the fp32 sum of this rank's shard (in thread_scratch().acc); `nonfinite` = some
-/// contribution held Inf/NaN.
-inline std::span<float> reduce_scatter_core(std::span<const float> in, const recipe& r, MPI_Comm comm, std::size_t p,
-                                              std::size_t me, bool& nonfinite, collective_result& res, stopwatch& sw) {
+/// The exchange of the reduce-scatter half: every rank's quantized shards to their owners. Returns
+/// this rank's received messages (one per rank, in rank order, each `bytes` long; in
+/// thread_scratch().recv) and whether any contribution held Inf/NaN.
+struct contributions {
+  std::vector<std::span<const std::uint8_t>> bodies;
+  bool nonfinite = false;
+};
+inline contributions exchange_contributions(std::span<const float> in, const recipe& r, MPI_Comm comm, std::size_t p,
+                                            std::size_t me, collective_result& res, stopwatch& sw) {
   const std::size_t n = in.size();
   std::vector<int> send_counts(p), recv_counts(p);
   for (std::size_t k = 0; k < p; ++k) send_counts[k] = as_count(flat_message_bytes(shard_range(n, p, r.chunk, k).size(), r), "message");
@@ -288,32 +291,26 @@ inline std::span<float> reduce_scatter_core(std::span<const float> in, const rec
   check_mpi(MPI_Alltoallv(sendbuf.data(), send_counts.data(), sdisp.data(), MPI_BYTE, recvbuf.data(), recv_counts.data(),
                           rdisp.data(), MPI_BYTE, comm),
             "MPI_Alltoallv (reduce-scatter)");
-  for (std::size_t k = 0; k < p; ++k)
+  contributions c;
+  for (std::size_t k = 0; k < p; ++k) {
     if (k != me) {
       res.bytes_sent += static_cast<std::size_t>(send_counts[k]);
       res.bytes_received += static_cast<std::size_t>(recv_counts[k]);
     }
-  sw.start();
-  const std::span<float> acc = thread_scratch().acc.get(mine.size());
-  std::fill(acc.begin(), acc.end(), 0.0f);
-  nonfinite = false;
-  for (std::size_t k = 0; k < p; ++k) {  // rank order: the documented summation order
     const auto msg = std::span<const std::uint8_t>(recvbuf).subspan(static_cast<std::size_t>(rdisp[k]), static_cast<std::size_t>(mine_bytes));
-    const header h = read_header(msg);
-    nonfinite = nonfinite || h.nonfinite;
-    accumulate_flat(msg.subspan(header_bytes), r, acc);
+    c.nonfinite = c.nonfinite || read_header(msg).nonfinite;
+    c.bodies.push_back(msg.subspan(header_bytes));
   }
-  sw.stop();
-  return acc;
+  return c;
 }
 
 }  // namespace detail
 
 /// The collectives keep their message buffers per thread between calls (an all_reduce of n
-/// elements over P ranks: about 3 n + 5 n / P bytes with 8-bit codes); this frees them.
+/// elements over P ranks: about 3 n + n / P bytes with 8-bit codes); this frees them.
 inline void release_scratch() noexcept {
   auto& s = detail::thread_scratch();
-  s.send.release(), s.recv.release(), s.mine.release(), s.all.release(), s.acc.release();
+  s.send.release(), s.recv.release(), s.mine.release(), s.all.release();
 }
 
 /// Sum over the ranks of `in`, quantized as comm/reference.hpp describes; out (in.size()
@@ -332,18 +329,19 @@ inline collective_result all_reduce(std::span<const float> in, std::span<float> 
   const std::size_t p = detail::comm_size(comm), me = detail::comm_rank(comm), n = in.size();
   collective_result res;
   detail::stopwatch sw;
-  bool bad = false;
-  const std::span<float> acc = detail::reduce_scatter_core(in, r, comm, p, me, bad, res, sw);
-  // The all-gather half: this rank's reduced shard, quantized once.
+  const detail::contributions c = detail::exchange_contributions(in, r, comm, p, me, res, sw);
+  // The all-gather half: this rank's reduced shard, quantized once (fused with the sum, which
+  // gives the bits of summing the whole shard first).
   const recipe rg = r.gather_recipe();
   std::vector<int> counts(p);
   for (std::size_t k = 0; k < p; ++k) counts[k] = detail::as_count(flat_message_bytes(shard_range(n, p, r.chunk, k).size(), rg), "message");
   const auto disp = detail::displacements(counts, "gather buffer");
   const std::span<std::uint8_t> mine = detail::thread_scratch().mine.get(static_cast<std::size_t>(counts[me])),
                                 all = detail::thread_scratch().all.get(detail::total(counts));
+  const std::size_t own = shard_range(n, p, r.chunk, me).size();
   sw.start();
-  bad = encode_flat(acc, rg, std::span(mine).subspan(header_bytes)) || bad;
-  detail::write_header(mine, bad, acc.size());
+  const bool bad = reduce_encode_flat(c.bodies, own, r, rg, std::span(mine).subspan(header_bytes)) || c.nonfinite;
+  detail::write_header(mine, bad, own);
   sw.stop();
   detail::check_mpi(MPI_Allgatherv(mine.data(), counts[me], MPI_BYTE, all.data(), counts.data(), disp.data(), MPI_BYTE, comm),
                     "MPI_Allgatherv (all-gather)");
@@ -387,10 +385,12 @@ inline collective_result reduce_scatter(std::span<const float> in, std::span<flo
   const std::size_t p = detail::comm_size(comm), me = detail::comm_rank(comm);
   collective_result res;
   detail::stopwatch sw;
-  bool bad = false;
-  const std::span<float> acc = detail::reduce_scatter_core(in, r, comm, p, me, bad, res, sw);
-  std::copy(acc.begin(), acc.end(), shard.begin());
-  res.verdict = bad ? step_verdict::skip : step_verdict::apply;
+  const detail::contributions c = detail::exchange_contributions(in, r, comm, p, me, res, sw);
+  sw.start();
+  std::fill(shard.begin(), shard.end(), 0.0f);
+  for (const auto& body : c.bodies) accumulate_flat(body, r, shard);  // rank order: the documented summation order
+  sw.stop();
+  res.verdict = c.nonfinite ? step_verdict::skip : step_verdict::apply;
   res.codec_seconds = sw.seconds;
   return res;
 }

@@ -2,6 +2,8 @@
 // quantize()/dequantize(), buckets, and the in-process reference of every collective.
 #include <catch2/catch.hpp>
 
+#include <optional>
+
 #include <minifloat/comm/bucket.hpp>
 #include <minifloat/comm/codec.hpp>
 #include <minifloat/comm/recipe.hpp>
@@ -111,6 +113,42 @@ TEST_CASE("comm codec: the bulk-kernel wire codec gives quantize()/dequantize()'
           mc::accumulate_flat(body, r, acc);
           CHECK(comm_test::describe_difference(acc, want) == "identical");
         }
+}
+
+TEST_CASE("comm codec: the fused sum-and-requantize is accumulate_flat then encode_flat, bit for bit", "[comm]") {
+  std::size_t cases = 0;
+  for (const auto f : mc::all_wire_formats)
+    for (const std::optional<mc::wire_format> gather : {std::optional<mc::wire_format>{}, std::optional{mc::wire_format::bf16}})
+      for (const std::size_t chunk : {std::size_t{32}, std::size_t{1024}})
+        for (const std::size_t n : comm_test::sizes())
+          for (const std::size_t parts : {std::size_t{1}, std::size_t{3}})
+            for (const bool plant : {false, true}) {
+              auto r = mc::recipe::of(f, chunk);
+              r.gather = gather;
+              const mc::recipe rg = r.gather_recipe();
+              INFO(r.describe() << " n=" << n << " parts=" << parts << (plant ? " with Inf/NaN" : ""));
+              std::vector<std::vector<std::uint8_t>> bodies;
+              for (std::size_t k = 0; k < parts; ++k) {
+                auto x = comm_test::contribution(static_cast<unsigned>(11 + k), n, static_cast<unsigned>(chunk));
+                if (plant && k == parts - 1) x = comm_test::with_nonfinite(x);
+                bodies.emplace_back(mc::flat_body_bytes(n, r));
+                (void)mc::encode_flat(x, r, bodies.back());
+              }
+              std::vector<float> acc(n, 0.0f);
+              for (const auto& b : bodies) mc::accumulate_flat(b, r, acc);
+              std::vector<std::uint8_t> want(mc::flat_body_bytes(n, rg)), got(want.size(), 0xA5);
+              const bool want_bad = mc::encode_flat(acc, rg, want);
+              const std::vector<std::span<const std::uint8_t>> views(bodies.begin(), bodies.end());
+              CHECK(mc::reduce_encode_flat(views, n, r, rg, got) == want_bad);
+              CHECK(got == want);
+              ++cases;
+            }
+  CHECK(cases > 0);
+  const auto r = mc::recipe::of(mc::wire_format::hif8);
+  std::vector<std::uint8_t> body(mc::flat_body_bytes(10, r)), small(3);
+  const std::vector<std::span<const std::uint8_t>> one{body};
+  CHECK_THROWS_AS(mc::reduce_encode_flat(one, 10, r, r, small), mf::shape_error);
+  CHECK_THROWS_AS(mc::reduce_encode_flat(one, 11, r, r, body), mf::shape_error);
 }
 
 TEST_CASE("comm codec: rows with a scale group each match quantize() with token / mx scales", "[comm]") {
