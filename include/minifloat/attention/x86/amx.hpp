@@ -299,15 +299,54 @@ MINIFLOAT_TARGET_AMX inline void exp_array(const float* x, float* out, std::size
 
 // --- operand decoding ------------------------------------------------------------------------------
 
+/// Prefetches the next chunk's K and V rows into L2 a few lines at a time, spread over the
+/// current chunk's work. The hardware streamer alone falls behind: the decoders read a chunk in
+/// a burst faster than one core's DRAM bandwidth, then the tiles compute on it, so the loads of
+/// the burst stalled on DRAM (about half of the decoders' time). A whole-chunk burst of
+/// software prefetches stalls the same way on the line-fill buffers.
+class line_prefetcher {
+ public:
+  /// The rows [r0, r1) of k and of v (clipped to the rows that exist) become the lines to fetch.
+  void reset(const kv_view& k, const kv_view& v, std::size_t r0, std::size_t r1) {
+    n_ = 0, at_ = 0;
+    add(k, r0, r1), add(v, r0, r1);
+    cur_ = n_ > 0 ? range_[0].begin : 0;
+  }
+  MINIFLOAT_TARGET_AMX void step(unsigned lines) {
+    for (; lines > 0 && at_ < n_; --lines) {
+      _mm_prefetch(reinterpret_cast<const char*>(cur_), _MM_HINT_T1);  // NOLINT: an address, never dereferenced
+      cur_ += 64;
+      if (cur_ >= range_[at_].end && ++at_ < n_) cur_ = range_[at_].begin;
+    }
+  }
+
+ private:
+  struct range {
+    std::uintptr_t begin = 0, end = 0;
+  };
+  void add(const kv_view& x, std::size_t r0, std::size_t r1) {
+    r1 = std::min(r1, x.rows);
+    if (x.data == nullptr || r0 >= r1 || x.cols == 0) return;
+    const std::size_t eb = x.kind == element_kind::code8 ? 1 : x.kind == element_kind::bf16 ? 2 : 4;
+    const auto base = reinterpret_cast<std::uintptr_t>(x.data);  // NOLINT: addresses only
+    range_[n_++] = {(base + r0 * x.row_bytes) & ~std::uintptr_t{63}, base + (r1 - 1) * x.row_bytes + x.cols * eb};
+  }
+  range range_[2];
+  std::size_t n_ = 0, at_ = 0;
+  std::uintptr_t cur_ = 0;
+};
+
 inline unsigned planes_of(element_kind k) noexcept { return k == element_kind::f32 ? 3U : 1U; }
 
 /// Decodes `n` rows starting at r0 of a row-major operand into bfloat16 planes of `width`
 /// (a multiple of 32) words per row; rows n .. rows_out - 1 are zero.
 MINIFLOAT_TARGET_AMX inline void decode_rows(const kv_view& x, std::size_t r0, std::size_t n, std::size_t rows_out,
-                                             std::size_t width, std::uint16_t* out, std::size_t plane_stride) {
+                                             std::size_t width, std::uint16_t* out, std::size_t plane_stride,
+                                             line_prefetcher& pf) {
   const std::size_t cols = x.cols;
   const unsigned planes = planes_of(x.kind);
   for (std::size_t r = 0; r < rows_out; ++r) {
+    pf.step(1);
     std::uint16_t* o = out + r * width;
     if (r >= n) {
       for (unsigned pl = 0; pl < planes; ++pl) std::memset(o + pl * plane_stride, 0, width * 2);
@@ -353,11 +392,13 @@ MINIFLOAT_TARGET_AMX inline void decode_rows(const kv_view& x, std::size_t r0, s
 /// Decodes rows r0 .. r0 + n - 1 of V into the pair layout [pair][width][2] (pairs of rows
 /// interleaved per column), `pairs_out` pairs, zero beyond n.
 MINIFLOAT_TARGET_AMX inline void decode_pairs(const kv_view& x, std::size_t r0, std::size_t n, std::size_t pairs_out,
-                                              std::size_t width, std::uint16_t* out, std::size_t plane_stride) {
+                                              std::size_t width, std::uint16_t* out, std::size_t plane_stride,
+                                              line_prefetcher& pf) {
   const std::size_t cols = x.cols;
   const unsigned planes = planes_of(x.kind);
   const __m512i zero = _mm512_setzero_si512();
   for (std::size_t p = 0; p < pairs_out; ++p) {
+    pf.step(2);
     std::uint16_t* o = out + p * width * 2;
     const std::size_t t0 = 2 * p, t1 = 2 * p + 1;
     if (t0 >= n) {
@@ -509,6 +550,7 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
   // product is followed by AVX-512 work that does not depend on it: V's decode after S^T, the
   // next chunk's K decode after P V, and the accumulator update of a chunk at the start of the
   // next. The order of the arithmetic is unchanged (kernel.hpp).
+  line_prefetcher pf;
   const bool k_in_place = a.k.kind == element_kind::bf16 && d % 32 == 0 && a.k.row_bytes % 4 == 0;
   const auto k_rows = [&](std::size_t c0, std::size_t& kstride) -> const std::uint16_t* {
     const std::size_t n = std::min(chunk_keys, kmax - c0);
@@ -524,7 +566,7 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
     const std::size_t n = std::min(chunk_keys, kmax - c0);
     if (k_in_place && n % 16 == 0) return;
     const std::size_t slot = (c0 / chunk_keys) % 2;
-    decode_rows(a.k, c0, n, (n + 15) / 16 * 16, dp, s.kb.data() + slot * nkp * kb_plane, kb_plane);
+    decode_rows(a.k, c0, n, (n + 15) / 16 * 16, dp, s.kb.data() + slot * nkp * kb_plane, kb_plane, pf);
   };
   if (kmax > 0) decode_k(0);
   bool pending = false;  // s.part and s.alpha hold a chunk not yet added to acc
@@ -534,6 +576,7 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
     std::size_t kstride = 0;
     const std::uint16_t* kb = k_rows(c0, kstride);
     const std::size_t kplane_bytes = kb_plane * 2;
+    pf.reset(a.k, a.v, c0 + chunk_keys, std::min(kmax, c0 + 2 * chunk_keys));  // K first: decoded at this chunk's end
     // S^T = K Q^T: the four key tiles of the chunk accumulate in tiles 0-3 (independent chains:
     // a tile product's latency is several times its throughput); A alternates between tiles 4
     // and 6 so a load never waits for the product still reading the other. The last query
@@ -547,6 +590,7 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
       const auto* kbytes = reinterpret_cast<const std::uint8_t*>(kb);  // NOLINT: tile rows as bytes
       for (std::size_t sl = 0; sl < dp / 32; ++sl)
         for (unsigned t = 0; t < tqk.n; ++t) {
+          pf.step(16);
           _tile_loadd(5, s.qt.data() + tqk.b[t] * qt_plane + qt * dp * 16 + sl * 16 * 32, 64);
           const std::uint8_t* ka = kbytes + tqk.a[t] * kplane_bytes + sl * 64;
           _tile_loadd(4, ka, kstride);
@@ -566,7 +610,7 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
         }
     }
     if (pending) update_acc(s.acc.data(), s.part.data(), s.alpha, rows, dvp, a.v_factor);
-    decode_pairs(a.v, c0, n, nu * 16, dvp, s.vb.data(), vb_plane);
+    decode_pairs(a.v, c0, n, nu * 16, dvp, s.vb.data(), vb_plane, pf);
     store_s_tiles(s.st.data() + (nqt - 1) * chunk_keys * 16, nkt);
 
     const bool has_next = c0 + chunk_keys < kmax;
@@ -583,6 +627,7 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
       }
       const std::size_t valid_rows = std::min<std::size_t>(16, rows - qt * 16);
       for (std::size_t r = 0; r < valid_rows; ++r) {
+        pf.step(16);
         const std::size_t row = qt * 16 + r;
         const std::size_t vis = a.limit[row] > c0 ? std::min(n, a.limit[row] - c0) : 0;
         std::uint16_t* pa = s.pa.data() + qt * 16 * chunk_keys + r * chunk_keys;
@@ -625,6 +670,7 @@ MINIFLOAT_TARGET_AMX inline void run_block(const block_args& a) {
         _tile_zero(3);
         for (std::size_t u = 0; u < nu; ++u)
           for (unsigned t = 0; t < tpv.n; ++t) {
+            pf.step(16);
             _tile_loadd(4, s.pa.data() + tpv.a[t] * pa_plane + qt * 16 * chunk_keys + u * 32, chunk_keys * 2);
             const std::uint16_t* vb = s.vb.data() + tpv.b[t] * vb_plane + u * 16 * dvp * 2 + g * 2;
             _tile_loadd(5, vb, vs);
