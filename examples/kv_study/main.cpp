@@ -24,6 +24,8 @@
 #include <minifloat/attention/attention.hpp>
 #include <minifloat/quant/scheme_string.hpp>
 
+#include "../common/rng.hpp"
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -40,21 +42,7 @@ namespace {
 namespace fs = std::filesystem;
 using namespace minifloat;
 
-// --- deterministic random numbers (splitmix64 + Box-Muller: same numbers on every platform) ---
-struct rng {
-  std::uint64_t s;
-  std::uint64_t next() {
-    std::uint64_t z = (s += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double normal() {
-    const double u1 = 1.0 - uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-};
+using minifloat_examples::rng;  // deterministic on every platform
 
 struct dataset {
   std::string name;

@@ -9,31 +9,13 @@
 
 #include <minifloat/simd/threads.hpp>
 
+#include "../common/rng.hpp"
+
 namespace lm {
 
 namespace mf = minifloat;
 
-/// splitmix64 + Box-Muller: the same numbers on every platform and standard library.
-class rng {
- public:
-  explicit rng(std::uint64_t seed) : s_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (s_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double normal() {
-    const double u1 = 1.0 - uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-  /// Uniform integer in [0, n).
-  std::size_t below(std::size_t n) { return static_cast<std::size_t>(uniform() * static_cast<double>(n)); }
-
- private:
-  std::uint64_t s_;
-};
+using rng = minifloat_examples::rng;  // deterministic on every platform
 
 /// A stream of its own for (seed, a, b): batches of step a, attempt b, ... never overlap.
 inline rng stream(std::uint64_t seed, std::uint64_t a, std::uint64_t b = 0) {

@@ -55,6 +55,7 @@
 #include <vector>
 
 #include <minifloat/all.hpp>
+#include "../common/rng.hpp"
 #include <minifloat/quant/quantized_tensor.hpp>
 #include <minifloat/recipes/recipes.hpp>
 #if MINIFLOAT_TRAINING_DATA_PARALLEL
@@ -66,25 +67,7 @@ namespace mf = minifloat;
 
 namespace {
 
-// --- deterministic random numbers (splitmix64 + Box-Muller; std distributions differ by library)
-class rng {
- public:
-  explicit rng(std::uint64_t seed) : s_(seed) {}
-  std::uint64_t next() {
-    std::uint64_t z = (s_ += 0x9E3779B97F4A7C15ULL);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-    return z ^ (z >> 31);
-  }
-  double uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }  // [0, 1)
-  double normal() {
-    const double u1 = 1.0 - uniform(), u2 = uniform();
-    return std::sqrt(-2.0 * std::log(u1)) * std::cos(6.283185307179586 * u2);
-  }
-
- private:
-  std::uint64_t s_;
-};
+using minifloat_examples::rng;  // deterministic on every platform
 
 // --- row-major fp32 matrices and the three GEMM shapes of a linear layer ------------------------
 struct mat {
