@@ -100,11 +100,13 @@ double codec_alone(const std::vector<float>& x, std::size_t p, const mc::recipe&
     const std::size_t b0 = mc::flat_body_bytes(sh.size(), r);
     const std::vector<std::span<const std::uint8_t>> bodies(p, std::span<const std::uint8_t>(send).first(b0));  // p shards of that size
     (void)mc::reduce_encode_flat(bodies, sh.size(), r, rg, shard);
+    const bool streamed = mc::streams_output(rg, n);
     for (std::size_t j = 0; j < p; ++j) {  // every rank's reduced shard (here: this one's, p times)
       const auto s = mc::shard_range(n, p, r.chunk, j);
       const auto d = std::span(out).subspan(s.begin, std::min(s.size(), sh.size()));
-      mc::decode_flat(std::span<const std::uint8_t>(shard).first(mc::flat_body_bytes(d.size(), rg)), rg, d);
+      mc::decode_flat(std::span<const std::uint8_t>(shard).first(mc::flat_body_bytes(d.size(), rg)), rg, d, streamed);
     }
+    if (streamed) mf::simd::stream_fence();
     if (k > 0) t.push_back(thread_cpu_seconds() - t0);  // k = 0 warms up
   }
   return median(t);

@@ -24,6 +24,7 @@
 #include "../quant/scales.hpp"
 #include "../simd/bulk.hpp"
 #include "../simd/mx.hpp"
+#include "../simd/stream.hpp"
 #include "recipe.hpp"
 
 namespace minifloat::comm {
@@ -221,15 +222,35 @@ inline bool encode_flat(std::span<const float> x, const recipe& r, std::span<std
   return bad;
 }
 
-/// Dequantizes a flat body of out.size() elements into out.
-inline void decode_flat(std::span<const std::uint8_t> body, const recipe& r, std::span<float> out) {
+/// Where the output of a decode is streamed past the caches (simd/stream.hpp): 16 MiB of fp32,
+/// beyond what one core's caches hold, so the caller would not have read it from cache anyway.
+inline constexpr std::size_t stream_output_elements = std::size_t{1} << 22;
+
+/// Whether a decode of n elements under r into a destination of `total` elements streams: only
+/// 8-bit codes (for fp32 and bf16 the extra copy through the buffer costs more than it saves).
+[[nodiscard]] inline bool streams_output(const recipe& r, std::size_t total) noexcept {
+  return total >= stream_output_elements && scale_kind_of(r.format) != scale_kind::none;
+}
+
+/// Dequantizes a flat body of out.size() elements into out. `streamed`: through a chunk-sized
+/// buffer and non-temporal stores (the caller fences, simd::stream_fence).
+inline void decode_flat(std::span<const std::uint8_t> body, const recipe& r, std::span<float> out, bool streamed = false) {
   const std::size_t n = out.size();
   if (body.size() != flat_body_bytes(n, r))
     throw shape_error("comm::decode_flat: " + std::to_string(n) + " elements need " +
                       std::to_string(flat_body_bytes(n, r)) + " body bytes, got " + std::to_string(body.size()));
   std::vector<std::uint16_t> tmp;
-  for (std::size_t c0 = 0, i = 0; c0 < n; c0 += r.chunk, ++i)
-    detail::decode_flat_chunk(body, n, r, i, out.subspan(c0, std::min(r.chunk, n - c0)), tmp);
+  std::vector<float> buf(streamed ? std::min(n, r.chunk) : 0);
+  for (std::size_t c0 = 0, i = 0; c0 < n; c0 += r.chunk, ++i) {
+    const auto oc = out.subspan(c0, std::min(r.chunk, n - c0));
+    if (!streamed) {
+      detail::decode_flat_chunk(body, n, r, i, oc, tmp);
+      continue;
+    }
+    const auto bc = std::span<float>(buf).first(oc.size());
+    detail::decode_flat_chunk(body, n, r, i, bc, tmp);
+    simd::stream_copy(bc, oc);
+  }
 }
 
 /// acc[i] += the dequantized element i of a flat body of acc.size() elements (fp32 adds, chunk by

@@ -347,16 +347,18 @@ inline collective_result all_reduce(std::span<const float> in, std::span<float> 
                     "MPI_Allgatherv (all-gather)");
   sw.start();
   bool any = false;
+  const bool streamed = streams_output(rg, n);
   for (std::size_t k = 0; k < p; ++k) {
     const index_range sh = shard_range(n, p, r.chunk, k);
     const auto msg = std::span<const std::uint8_t>(all).subspan(static_cast<std::size_t>(disp[k]), static_cast<std::size_t>(counts[k]));
     any = any || detail::read_header(msg).nonfinite;
-    decode_flat(msg.subspan(header_bytes), rg, out.subspan(sh.begin, sh.size()));
+    decode_flat(msg.subspan(header_bytes), rg, out.subspan(sh.begin, sh.size()), streamed);
     if (k != me) {
       res.bytes_sent += static_cast<std::size_t>(counts[me]);
       res.bytes_received += static_cast<std::size_t>(counts[k]);
     }
   }
+  if (streamed) simd::stream_fence();
   sw.stop();
   res.verdict = any ? step_verdict::skip : step_verdict::apply;
   res.codec_seconds = sw.seconds;

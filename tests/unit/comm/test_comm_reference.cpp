@@ -151,6 +151,30 @@ TEST_CASE("comm codec: the fused sum-and-requantize is accumulate_flat then enco
   CHECK_THROWS_AS(mc::reduce_encode_flat(one, 11, r, r, body), mf::shape_error);
 }
 
+TEST_CASE("comm codec: a streamed decode writes the same values as a cached one", "[comm]") {
+  std::size_t cases = 0;
+  for (const auto f : mc::all_wire_formats)
+    for (const std::size_t n : comm_test::sizes())
+      for (const std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{3}}) {  // unaligned destinations
+        const auto r = mc::recipe::of(f, 1024);
+        INFO(r.describe() << " n=" << n << " offset=" << offset);
+        const auto x = comm_test::contribution(2, n);
+        std::vector<std::uint8_t> body(mc::flat_body_bytes(n, r));
+        (void)mc::encode_flat(x, r, body);
+        std::vector<float> want(n), got(n + offset, -7.0f);
+        mc::decode_flat(body, r, want);
+        mc::decode_flat(body, r, std::span<float>(got).subspan(offset), true);
+        mf::simd::stream_fence();
+        CHECK(comm_test::describe_difference(std::span<const float>(got).subspan(offset), want) == "identical");
+        for (std::size_t i = 0; i < offset; ++i) CHECK(got[i] == -7.0f);
+        ++cases;
+      }
+  CHECK(cases > 0);
+  CHECK_FALSE(mc::streams_output(mc::recipe::of(mc::wire_format::hif8), mc::stream_output_elements - 1));
+  CHECK(mc::streams_output(mc::recipe::of(mc::wire_format::hif8), mc::stream_output_elements));
+  CHECK_FALSE(mc::streams_output(mc::recipe::of(mc::wire_format::fp32), mc::stream_output_elements));
+}
+
 TEST_CASE("comm codec: rows with a scale group each match quantize() with token / mx scales", "[comm]") {
   for (const auto f : mc::all_wire_formats)
     for (const std::size_t cols : {std::size_t{1}, std::size_t{33}, std::size_t{64}, std::size_t{100}})
