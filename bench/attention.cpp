@@ -9,6 +9,9 @@
 //       second (counter Mtok/s); GB/s = cache bytes read per second. Counters use wall-clock time
 //       (the Time column); CPU time misses the second thread.
 //   decode/<cache>/T:<T>/q:fp32/threads:<n>   the same cache with fp32 q and P (exact products).
+//   decode/<cache>/T:<T>/kernel:amx/threads:1   the same step on the AMX tile kernel (where the CPU
+//       has AMX), which decode blocks took before the AVX-512 kernel (x86/avx512.hpp). Counter
+//       kernel: 1 AMX, 2 AVX-512, 0 scalar twin (block_kernels.hpp's choice for a decode block).
 //   prefill/<recipe>/T:2048/threads:<n>   causal, Q K V and P in <recipe> (fp32, bf16, hifloat8,
 //       float8_e4m3fn, mxfp8_e4m3); GFLOP/s counts 4 d flops per visible (query, key) pair.
 //   fma_peak/threads:1   the fp32 FMA peak of one core (AVX-512 FMAs, 12 chains): the roof.
@@ -78,13 +81,14 @@ std::unique_ptr<kv_cache> build_cache(const cache_kind& c, std::size_t t) {
   return cache;
 }
 
-void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp32_q) {
+void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp32_q, block_kernel kernel) {
   const auto cache = build_cache(c, t);
   decode_recipe r;
   if (!fp32_q) r.q = parse_operand_scheme(c.q, "q"), r.p.format = parse_static_format(c.p, "P");
   const auto q = gaussian(hq * dim, 7);
   attention_options opt;
   opt.threads = static_cast<unsigned>(state.range(0));
+  opt.kernel = kernel;
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
     auto res = decode_step(*cache, q, hq, 1, r, opt);
@@ -94,7 +98,14 @@ void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp
   const auto iters = static_cast<double>(state.iterations());
   state.counters["GB/s"] = static_cast<double>(cache->bytes()) * iters / wall * 1e-9;
   state.counters["Mtok/s"] = static_cast<double>(t * hkv) * iters / wall * 1e-6;
-  state.counters["amx"] = minifloat::attention::detail::use_amx(simd::isa::automatic) ? 1 : 0;
+  const std::size_t rows = hq / hkv;
+  const bool amx = minifloat::attention::detail::use_amx(simd::isa::automatic);
+  const bool avx512 = minifloat::attention::detail::use_avx512(simd::isa::automatic);
+  state.counters["kernel"] = (kernel == block_kernel::amx && amx) || (kernel == block_kernel::automatic && amx &&
+                                                                      rows > minifloat::attention::detail::avx512_kernel_max_rows)
+                                 ? 1
+                             : avx512 ? 2
+                                      : 0;
 }
 
 void prefill(benchmark::State& state, const cache_kind& c) {
@@ -146,9 +157,15 @@ const int registered = [] {
         if (fq && (std::string(c.name) == "fp32")) continue;
         const std::string name =
             std::string("decode/") + c.name + "/T:" + std::to_string(t) + (fq ? "/q:fp32" : "");
-        benchmark::RegisterBenchmark(name.c_str(), [&c, t, fq](benchmark::State& st) { decode(st, c, t, fq); })
+        benchmark::RegisterBenchmark(name.c_str(), [&c, t, fq](benchmark::State& st) { decode(st, c, t, fq, block_kernel::automatic); })
             ->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMicrosecond);
       }
+  if (minifloat::attention::detail::use_amx(simd::isa::automatic))
+    for (const std::size_t t : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}})
+      for (const auto& c : caches)
+        benchmark::RegisterBenchmark((std::string("decode/") + c.name + "/T:" + std::to_string(t) + "/kernel:amx").c_str(),
+                                     [&c, t](benchmark::State& st) { decode(st, c, t, false, block_kernel::amx); })
+            ->Arg(1)->ArgName("threads")->Unit(benchmark::kMicrosecond);
   for (const auto& c : caches)
     benchmark::RegisterBenchmark((std::string("prefill/") + c.name + "/T:2048").c_str(),
                                  [&c](benchmark::State& st) { prefill(st, c); })

@@ -18,7 +18,7 @@
 #include "../simd/fork_join.hpp"
 #include "kernel.hpp"
 #include "reference.hpp"
-#include "x86/amx.hpp"
+#include "block_kernels.hpp"
 
 namespace minifloat::attention {
 
@@ -164,7 +164,7 @@ inline void run_blocks(const attention_shape& s, std::span<const float> qv, cons
       a.rows = n, a.q = qb.data(), a.q_stride = d, a.limit = lim;
       a.s_factor = s_factor, a.v_factor = v_factor, a.p = p;
       a.out = ob.data(), a.out_stride = dv, a.m = mb.data(), a.l = lb.data();
-      run_block(a, opt.isa);
+      run_block(a, opt.isa, opt.kernel);
       for (std::size_t r = 0; r < n; ++r) {
         std::copy_n(ob.data() + r * dv, dv, res.out.data() + row_of[r] * dv);
         res.row_max[row_of[r]] = mb[r], res.row_sum[row_of[r]] = lb[r];

@@ -79,10 +79,18 @@ enum class mask_kind : std::uint8_t { none, causal };
 /// Which implementation runs: the double-precision definition, or the tiled kernel.
 enum class attention_path : std::uint8_t { reference, fast };
 
+/// The fast path's block kernel (block_kernels.hpp). automatic: on x86 with AVX-512, AMX tiles
+/// for blocks of more than 8 query rows where the CPU has AMX-BF16, AVX-512 FMAs otherwise
+/// (decode). amx (avx512 where AMX is missing) and avx512 force one, for tests and benchmarks; scalar
+/// is the scalar twin, as isa scalar. The result differs between kernels only within the bound
+/// of docs/attention.md#error-bound.
+enum class block_kernel : std::uint8_t { automatic, amx, avx512, scalar };
+
 struct attention_options {
   mask_kind mask = mask_kind::none;
   std::optional<double> softmax_scale;  ///< default 1 / sqrt(d)
   simd::isa isa = simd::isa::automatic; ///< fast path: scalar forces the scalar twin
+  block_kernel kernel = block_kernel::automatic;  ///< fast path: which block kernel (above)
   unsigned threads = 1;                 ///< fast path worker threads (0: hardware concurrency)
 };
 

@@ -8,6 +8,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attention_test {
@@ -45,6 +46,12 @@ inline attention_recipe make_recipe(const recipe_case& c) {
 }
 
 /// Every recipe the fast path supports, and some it leaves to the reference.
+/// Every block kernel: AMX (the AVX-512 kernel where the CPU has no AMX), the AVX-512 kernel, the
+/// scalar twin.
+inline std::vector<std::pair<simd::isa, block_kernel>> kernels() {
+  return {{simd::isa::automatic, block_kernel::amx}, {simd::isa::automatic, block_kernel::avx512}, {simd::isa::scalar, block_kernel::automatic}};
+}
+
 inline std::vector<recipe_case> fast_recipes() {
   return {
       {"fp32", "fp32", "fp32", "fp32"},

@@ -81,8 +81,9 @@ TEST_CASE("attention fast path: within the documented bound of the reference", "
   double worst = 0;
   for (const auto& rc : fast_recipes())
     for (const auto& [s, causal] : shapes(true))
-      for (const simd::isa isa : {simd::isa::automatic, simd::isa::scalar}) {
-        INFO(name_of(rc) << " " << s.describe() << (causal ? " causal" : "") << " isa " << simd::to_string(isa));
+      for (const auto& [isa, kernel] : kernels()) {
+        INFO(name_of(rc) << " " << s.describe() << (causal ? " causal" : "") << " isa " << simd::to_string(isa) << " kernel "
+                         << static_cast<int>(kernel));
         auto k = gaussian(s.k_size(), 12, 1.5f);
         add_outlier_channels(k, s.head_dim, {3}, 20.0f);
         const auto q = gaussian(s.q_size(), 11), v = gaussian(s.v_size(), 13);
@@ -90,6 +91,7 @@ TEST_CASE("attention fast path: within the documented bound of the reference", "
         attention_options opt;
         opt.mask = causal ? mask_kind::causal : mask_kind::none;
         opt.isa = isa;
+        opt.kernel = kernel;
         const auto ref = attention_reference(q, k, v, s, r, opt);
         const auto fast = attention_forward(q, k, v, s, r, opt);
         const auto op = dequantize_operands(q, k, v, s, r);
@@ -187,11 +189,11 @@ TEST_CASE("attention: bad calls name the operand and the expected shape", "[atte
 }
 
 TEST_CASE("attention: the AVX-512 P rounding and exp agree with the scalar definitions", "[attention]") {
-  if (!ad::use_amx(simd::isa::automatic)) {
-    WARN("AMX path not available here; nothing to compare");
+  if (!ad::use_avx512(simd::isa::automatic)) {
+    WARN("AVX-512 kernels not available here; nothing to compare");
     return;
   }
-#if MINIFLOAT_ATTENTION_AMX
+#if MINIFLOAT_ATTENTION_X86
   std::mt19937 g(5);
   std::vector<float> x;
   for (int e = -40; e <= 20; ++e)
@@ -204,7 +206,7 @@ TEST_CASE("attention: the AVX-512 P rounding and exp agree with the scalar defin
   for (const format_id f : {format_id::hifloat8, format_id::float8_e4m3fn, format_id::float8_e5m2, format_id::bfloat16, format_id::float16}) {
     INFO(to_string(f));
     const static_format p{f, 1.0f};
-    ad::amx::round_p_array(x.data(), y.data(), x.size(), p);
+    ad::x86::round_p_array(x.data(), y.data(), x.size(), p);
     std::size_t bad = 0;
     for (std::size_t i = 0; i < x.size(); ++i)
       if (y[i] != round_to_format(x[i], f)) ++bad;
@@ -213,7 +215,7 @@ TEST_CASE("attention: the AVX-512 P rounding and exp agree with the scalar defin
   std::vector<float> t;
   for (int i = 0; i < 200000; ++i) t.push_back(-90.0f * u(g));
   std::vector<float> e(t.size());
-  ad::amx::exp_array(t.data(), e.data(), t.size());
+  ad::x86::exp_array(t.data(), e.data(), t.size());
   double worst = 0;
   for (std::size_t i = 0; i < t.size(); ++i) {
     const double want = std::exp(static_cast<double>(t[i]));

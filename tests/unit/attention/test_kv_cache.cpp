@@ -33,8 +33,9 @@ void check_decode(const kv_cache& cache, std::size_t hq, std::size_t n, const de
   const auto q = gaussian(hq * n * cfg.head_dim, 77 + n);
   attention_options opt;
   opt.mask = mask;
-  for (const simd::isa isa : {simd::isa::automatic, simd::isa::scalar}) {
-    opt.isa = isa;
+  for (const auto& [isa, kernel] : kernels()) {
+    INFO("isa " << simd::to_string(isa) << " kernel " << static_cast<int>(kernel));
+    opt.isa = isa, opt.kernel = kernel;
     const auto fast = decode_step(cache, q, hq, n, r, opt);
     const auto ref = decode_reference(cache, q, hq, n, r, opt);
     dequantized_operands op;

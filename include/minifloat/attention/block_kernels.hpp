@@ -1,0 +1,49 @@
+#pragma once
+// Which block kernel runs a block (kernel.hpp has what a block is and the order of operations
+// every kernel follows): on x86 with AVX-512, AMX tiles (x86/amx.hpp) for blocks of more than
+// avx512_kernel_max_rows query rows where the CPU has AMX-BF16, the AVX-512 FMA kernel (x86/avx512.hpp)
+// otherwise; the scalar twin at isa scalar, without AVX-512, or for MX scales that take a value
+// out of bfloat16's normal range.
+#include "x86/amx.hpp"
+#include "x86/avx512.hpp"
+
+namespace minifloat::attention::detail {
+
+/// The largest block the automatic choice gives the AVX-512 kernel: a decode block (the
+/// query heads of one KV group at one or two positions). Larger blocks fill AMX tiles' 16 rows.
+inline constexpr std::size_t avx512_kernel_max_rows = 8;
+
+/// Whether a call at `level` can take the AVX-512 kernels.
+[[nodiscard]] inline bool use_avx512(simd::isa level) noexcept {
+  const simd::isa r = simd::detail::resolve(level);
+  return MINIFLOAT_ATTENTION_X86 && r != simd::isa::automatic && simd::detail::allows(r, simd::isa::avx512);
+}
+
+/// Whether a call at `level` can take the AMX kernel.
+[[nodiscard]] inline bool use_amx(simd::isa level) noexcept { return use_avx512(level) && x86::amx_available(); }
+
+/// Whether the bfloat16 kernels read this operand exactly (8-bit codes with MX scales that keep
+/// every value a normal bfloat16, bfloat16 rows, fp32 rows).
+[[nodiscard]] inline bool bf16_reads_exactly(const kv_view& x) noexcept {
+  return x.mx == nullptr || (x.kind == element_kind::code8 && x.mx_bf16_exact);
+}
+
+/// The kernel a block of `rows` rows takes.
+[[nodiscard]] inline block_kernel kernel_for(const block_args& a, simd::isa level, block_kernel want) noexcept {
+  if (want == block_kernel::scalar || !use_avx512(level) || !bf16_reads_exactly(a.k) || !bf16_reads_exactly(a.v))
+    return block_kernel::scalar;
+  const bool amx = use_amx(level);
+  if (want == block_kernel::amx) return amx ? block_kernel::amx : block_kernel::avx512;
+  if (want == block_kernel::avx512) return block_kernel::avx512;
+  return amx && a.rows > avx512_kernel_max_rows ? block_kernel::amx : block_kernel::avx512;
+}
+
+inline void run_block(const block_args& a, simd::isa level, block_kernel want) {
+  switch (kernel_for(a, level, want)) {
+    case block_kernel::amx: x86::run_block_amx(a); break;
+    case block_kernel::avx512: x86::run_block_avx512(a); break;
+    default: run_block_scalar(a); break;
+  }
+}
+
+}  // namespace minifloat::attention::detail

@@ -1,0 +1,358 @@
+#pragma once
+// The AVX-512 block kernel for decode-sized blocks: a few query rows (the query heads of one KV
+// group at one or two positions) against many cached keys. kernel.hpp has the order of
+// operations; pieces.hpp has the decoders and the softmax.
+//
+// Why not AMX here: a decode block has 4 rows where a tile has 16, and each chunk hands data
+// between AVX-512 and the tiles four times (decoded K and V, S, P), each hand-off waiting for the
+// other unit: a third of the tile kernel's decode time. Why fp32 FMAs and not vdpbf16ps: on the
+// cores measured (Sapphire Rapids and later) one vdpbf16ps costs four FMAs' issue slots and does
+// the work of two (docs/attention.md#decode-kernel). So stored rows are decoded in registers
+// (8-bit codes through the bfloat16 byte tables, bfloat16 by a shift) to fp32, 64 elements at a
+// time, in the lane order the decoder leaves them (lane_element); Q is laid out in that order
+// once per block, and P V accumulates in it, un-permuted when the block ends.
+//
+// Summation orders: S is 16 fp32 lanes of FMAs over d, then the lanes summed pairwise; P V and the
+// accumulator update are the scalar twin's order exactly (one FMA per key, key by key).
+#include "pieces.hpp"
+
+namespace minifloat::attention::detail::x86 {
+
+#if MINIFLOAT_ATTENTION_X86
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+#endif
+
+// The register tiles below stay in registers only when their small loops unroll completely,
+// which GCC at -O2 does not do by itself.
+#if defined(__clang__)
+#define MINIFLOAT_ATTENTION_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define MINIFLOAT_ATTENTION_UNROLL _Pragma("GCC unroll 16")
+#else
+#define MINIFLOAT_ATTENTION_UNROLL
+#endif
+
+/// The element (0 .. 63) of a 64-element stretch of a row that the decoders put at position
+/// p = 16 v + m (vector v, lane m). code8: decode64's byte unpacks run inside 128-bit lanes, and
+/// the conversion to fp32 splits each bfloat16 pair into an even and an odd vector; bf16: the
+/// pair split alone; f32: natural.
+inline std::size_t lane_element(element_kind kind, std::size_t p) noexcept {
+  const std::size_t v = p / 16, m = p % 16;
+  if (kind == element_kind::f32) return p;
+  if (kind == element_kind::bf16) return (v / 2) * 32 + 2 * m + v % 2;
+  const std::size_t k = 2 * m + v % 2;  // the word of w0 (v < 2) or w1 (v >= 2)
+  return 16 * (k / 8) + (v / 2) * 8 + k % 8;
+}
+
+/// Lane i of the result is the sum of the 16 lanes of a[dot_slot[i]] (four halving steps; the
+/// slot order is where each step leaves its sums).
+inline constexpr int dot_slot[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
+
+MINIFLOAT_INLINE_AVX512 __m512 sum_lanes16(const __m512 a[16]) {
+  __m512 b[8], c[4], d[2];
+  for (int i = 0; i < 8; ++i)
+    b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[i], a[i + 8], 0x44), _mm512_shuffle_f32x4(a[i], a[i + 8], 0xEE));
+  for (int i = 0; i < 4; ++i)
+    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[i], b[i + 4], 0x88), _mm512_shuffle_f32x4(b[i], b[i + 4], 0xDD));
+  for (int i = 0; i < 2; ++i)
+    d[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(c[i]), _mm512_castps_pd(c[i + 2]))),
+                         _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(c[i]), _mm512_castps_pd(c[i + 2]))));
+  return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
+}
+
+/// Stores lanes 4 rr .. 4 rr + 3 of x (row rr's four dot products) at s + rr * stride.
+template <int R>
+MINIFLOAT_INLINE_AVX512 void store_dot_rows(__m512 x, float* s, std::size_t stride) {
+  _mm_storeu_ps(s, _mm512_castps512_ps128(x));
+  if constexpr (R > 1) _mm_storeu_ps(s + stride, _mm512_extractf32x4_ps(x, 1));
+  if constexpr (R > 2) _mm_storeu_ps(s + 2 * stride, _mm512_extractf32x4_ps(x, 2));
+  if constexpr (R > 3) _mm_storeu_ps(s + 3 * stride, _mm512_extractf32x4_ps(x, 3));
+}
+
+/// The byte tables of an 8-bit format, in registers.
+struct code_tables {
+  __m512i hi0, hi1, lo0, lo1;
+};
+MINIFLOAT_INLINE_AVX512 code_tables load_tables(const kv_view& x) {
+  const auto& tb = tables_of(x.format);
+  return {_mm512_load_si512(tb.hi), _mm512_load_si512(tb.hi + 64), _mm512_load_si512(tb.lo), _mm512_load_si512(tb.lo + 64)};
+}
+
+/// MX exponent deltas for the words of one 64-element stretch. Scales along the row (K): one per
+/// 32 elements, the words' low 256 bits hold the first 32. Scales along T (V): one per column,
+/// 64 of them at sc, in the words' order.
+MINIFLOAT_INLINE_AVX512 __m512i row_scale_delta(const std::uint8_t* sc, std::size_t c, std::size_t cols) {
+  const int d0 = (static_cast<int>(sc[c / 32]) - 127) * 128;
+  const int d1 = c + 32 < cols ? (static_cast<int>(sc[c / 32 + 1]) - 127) * 128 : 0;
+  return _mm512_mask_blend_epi16(0xFFFF0000U, _mm512_set1_epi16(static_cast<short>(d0)), _mm512_set1_epi16(static_cast<short>(d1)));
+}
+MINIFLOAT_INLINE_AVX512 void column_scale_delta(const std::uint8_t* sc, std::size_t left, __m512i& d0, __m512i& d1) {
+  const __mmask64 mk = left >= 64 ? ~__mmask64{0} : ((__mmask64{1} << left) - 1);
+  const __m512i s = _mm512_maskz_loadu_epi8(mk, sc), z = _mm512_setzero_si512(), bias = _mm512_set1_epi16(127);
+  d0 = _mm512_slli_epi16(_mm512_sub_epi16(_mm512_unpacklo_epi8(s, z), bias), 7);
+  d1 = _mm512_slli_epi16(_mm512_sub_epi16(_mm512_unpackhi_epi8(s, z), bias), 7);
+}
+
+/// Elements c .. c + 63 of a stored row (zero past cols) as fp32, in lane_element order; with
+/// `scaled`, d0 and d1 are the MX exponent deltas of the two word vectors.
+template <element_kind K>
+MINIFLOAT_INLINE_AVX512 void load64(const std::uint8_t* row, std::size_t c, std::size_t cols, const code_tables& t, bool scaled, __m512i d0,
+                                    __m512i d1, __m512 out[4]) {
+  const std::size_t left = cols - c;
+  __m512i w0, w1;
+  if constexpr (K == element_kind::code8) {
+    const __m512i codes =
+        left >= 64 ? _mm512_loadu_si512(row + c) : _mm512_maskz_loadu_epi8((__mmask64{1} << left) - 1, row + c);
+    decode64(codes, t.hi0, t.hi1, t.lo0, t.lo1, w0, w1);
+    if (scaled) w0 = fold_exponent(w0, d0), w1 = fold_exponent(w1, d1);
+  } else if (left >= 64) {
+    w0 = _mm512_loadu_si512(row + 2 * c);
+    w1 = _mm512_loadu_si512(row + 2 * c + 64);
+  } else {
+    const __mmask32 m0 = left >= 32 ? ~__mmask32{0} : ((__mmask32{1} << left) - 1);
+    const __mmask32 m1 = left <= 32 ? __mmask32{0} : ((__mmask32{1} << (left - 32)) - 1);
+    w0 = _mm512_maskz_loadu_epi16(m0, row + 2 * c);
+    w1 = _mm512_maskz_loadu_epi16(m1, row + 2 * c + 64);
+  }
+  const __m512i odd = _mm512_set1_epi32(static_cast<int>(0xFFFF0000U));
+  out[0] = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16));
+  out[1] = _mm512_castsi512_ps(_mm512_and_si512(w0, odd));
+  out[2] = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16));
+  out[3] = _mm512_castsi512_ps(_mm512_and_si512(w1, odd));
+}
+
+/// Raw dot products of R query rows with the keys c0 .. c0 + n - 1 of 8-bit or bfloat16 K:
+/// q[row][d64] in lane_element order, s[row][j] for j < n4 (zero past n; `zero` is a row of
+/// zero bytes as long as a stored row).
+template <int R, element_kind K>
+MINIFLOAT_TARGET_AVX512 inline void dots_decoded(const kv_view& k, std::size_t c0, std::size_t n, std::size_t n4, const float* q,
+                                               std::size_t d64, const std::uint8_t* zero, float* s, line_prefetcher& pf) {
+  const std::size_t d = k.cols;
+  const code_tables t = K == element_kind::code8 ? load_tables(k) : code_tables{};
+  const __m512i none = _mm512_setzero_si512();
+  for (std::size_t j0 = 0; j0 < n4; j0 += 4) {
+    pf.step();
+    const std::uint8_t* row[4];
+    bool scaled[4];
+    for (std::size_t jj = 0; jj < 4; ++jj) {
+      const bool real = j0 + jj < n;
+      row[jj] = real ? k.data + (c0 + j0 + jj) * k.row_bytes : zero;
+      scaled[jj] = real && k.mx != nullptr;
+    }
+    __m512 acc[16];
+    MINIFLOAT_ATTENTION_UNROLL
+    for (auto& x : acc) x = _mm512_setzero_ps();
+    for (std::size_t c = 0; c < d64; c += 64) {
+      MINIFLOAT_ATTENTION_UNROLL
+      for (int jj = 0; jj < 4; ++jj) {
+        const __m512i dl = scaled[jj] ? row_scale_delta(k.mx + (c0 + j0 + static_cast<std::size_t>(jj)) * k.mx_stride, c, d) : none;
+        __m512 kv[4];
+        load64<K>(row[jj], c, d, t, scaled[jj], dl, dl, kv);
+        MINIFLOAT_ATTENTION_UNROLL
+        for (int rr = 0; rr < R; ++rr) {
+          const float* qr = q + static_cast<std::size_t>(rr) * d64 + c;
+          MINIFLOAT_ATTENTION_UNROLL
+          for (int v = 0; v < 4; ++v) acc[dot_slot[4 * rr + jj]] = _mm512_fmadd_ps(kv[v], _mm512_loadu_ps(qr + 16 * v), acc[dot_slot[4 * rr + jj]]);
+        }
+      }
+    }
+    store_dot_rows<R>(sum_lanes16(acc), s + j0, chunk_keys);
+  }
+}
+
+/// The same with fp32 K rows read in place (q[row][d16] natural, zero past d).
+template <int R>
+MINIFLOAT_TARGET_AVX512 inline void dots_f32(const kv_view& k, std::size_t c0, std::size_t n, std::size_t n4, std::size_t d16, const float* q,
+                                           const std::uint8_t* zero, float* s, line_prefetcher& pf) {
+  const std::size_t d = k.cols;
+  const __mmask16 tail = d % 16 == 0 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1U << (d % 16)) - 1);
+  for (std::size_t j0 = 0; j0 < n4; j0 += 4) {
+    pf.step();
+    const std::uint8_t* row[4];
+    for (std::size_t jj = 0; jj < 4; ++jj) row[jj] = j0 + jj < n ? k.data + (c0 + j0 + jj) * k.row_bytes : zero;
+    __m512 acc[16];
+    MINIFLOAT_ATTENTION_UNROLL
+    for (auto& x : acc) x = _mm512_setzero_ps();
+    for (std::size_t c = 0; c < d16; c += 16) {
+      const __mmask16 mk = c + 16 <= d ? __mmask16{0xFFFF} : tail;
+      MINIFLOAT_ATTENTION_UNROLL
+      for (int jj = 0; jj < 4; ++jj) {
+        const __m512 kv = _mm512_maskz_loadu_ps(mk, row[jj] + 4 * c);
+        MINIFLOAT_ATTENTION_UNROLL
+        for (int rr = 0; rr < R; ++rr)
+          acc[dot_slot[4 * rr + jj]] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + static_cast<std::size_t>(rr) * d16 + c), acc[dot_slot[4 * rr + jj]]);
+      }
+    }
+    store_dot_rows<R>(sum_lanes16(acc), s + j0, chunk_keys);
+  }
+}
+
+/// acc[row][0 .. 16 NB) = acc * alpha + v_factor * part (kernel.hpp's order).
+template <int R, int NB>
+MINIFLOAT_INLINE_AVX512 void fold_part(const __m512 part[R][NB], float* acc, std::size_t acc_stride, const float* alpha, float v_factor) {
+  const __m512 vf = _mm512_set1_ps(v_factor);
+  MINIFLOAT_ATTENTION_UNROLL
+  for (int rr = 0; rr < R; ++rr) {
+    const __m512 al = _mm512_set1_ps(alpha[rr]);
+    float* ar = acc + static_cast<std::size_t>(rr) * acc_stride;
+    MINIFLOAT_ATTENTION_UNROLL
+    for (int b = 0; b < NB; ++b)
+      _mm512_storeu_ps(ar + 16 * b, _mm512_fmadd_ps(part[rr][b], vf, _mm512_mul_ps(_mm512_loadu_ps(ar + 16 * b), al)));
+  }
+}
+
+/// P V for R rows over the columns g .. g + 63 of 8-bit or bfloat16 V (acc in lane_element
+/// order): one FMA per key and column, key by key. p[row][chunk_keys] is P^ in fp32.
+template <int R, element_kind K>
+MINIFLOAT_TARGET_AVX512 inline void pv_decoded(const kv_view& v, std::size_t c0, std::size_t n, std::size_t g, const float* p, float* acc,
+                                             std::size_t acc_stride, const float* alpha, float v_factor, line_prefetcher& pf) {
+  const std::size_t dv = v.cols;
+  const code_tables t = K == element_kind::code8 ? load_tables(v) : code_tables{};
+  const bool scaled = v.mx != nullptr;
+  __m512i d0 = _mm512_setzero_si512(), d1 = d0;
+  std::size_t scale_block = ~std::size_t{0};
+  __m512 part[R][4];
+  MINIFLOAT_ATTENTION_UNROLL
+  for (auto& row : part)
+    MINIFLOAT_ATTENTION_UNROLL
+    for (auto& x : row) x = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < n; ++j) {
+    if (j % 4 == 0) pf.step();
+    if (scaled && (c0 + j) / 32 != scale_block) {
+      scale_block = (c0 + j) / 32;
+      column_scale_delta(v.mx + scale_block * v.mx_stride + g, dv - g, d0, d1);
+    }
+    __m512 vv[4];
+    load64<K>(v.data + (c0 + j) * v.row_bytes, g, dv, t, scaled, d0, d1, vv);
+    MINIFLOAT_ATTENTION_UNROLL
+    for (int rr = 0; rr < R; ++rr) {
+      const __m512 pj = _mm512_set1_ps(p[static_cast<std::size_t>(rr) * chunk_keys + j]);
+      MINIFLOAT_ATTENTION_UNROLL
+      for (int b = 0; b < 4; ++b) part[rr][b] = _mm512_fmadd_ps(pj, vv[b], part[rr][b]);
+    }
+  }
+  fold_part<R, 4>(part, acc + g, acc_stride, alpha, v_factor);
+}
+
+/// The same with fp32 V rows read in place (acc natural).
+template <int R>
+MINIFLOAT_TARGET_AVX512 inline void pv_f32(const kv_view& v, std::size_t c0, std::size_t n, std::size_t g, const float* p, float* acc,
+                                         std::size_t acc_stride, const float* alpha, float v_factor, line_prefetcher& pf) {
+  const std::size_t dv = v.cols;
+  __mmask16 mk[4];
+  for (std::size_t b = 0; b < 4; ++b) {
+    const std::size_t c = g + 16 * b;
+    mk[b] = c + 16 <= dv ? __mmask16{0xFFFF} : c >= dv ? __mmask16{0} : static_cast<__mmask16>((1U << (dv - c)) - 1);
+  }
+  __m512 part[R][4];
+  MINIFLOAT_ATTENTION_UNROLL
+  for (auto& row : part)
+    MINIFLOAT_ATTENTION_UNROLL
+    for (auto& x : row) x = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < n; ++j) {
+    if (j % 4 == 0) pf.step();
+    const std::uint8_t* row = v.data + (c0 + j) * v.row_bytes;
+    __m512 vv[4];
+    MINIFLOAT_ATTENTION_UNROLL
+    for (std::size_t b = 0; b < 4; ++b) vv[b] = _mm512_maskz_loadu_ps(mk[b], row + 4 * (g + 16 * b));
+    MINIFLOAT_ATTENTION_UNROLL
+    for (int rr = 0; rr < R; ++rr) {
+      const __m512 pj = _mm512_set1_ps(p[static_cast<std::size_t>(rr) * chunk_keys + j]);
+      MINIFLOAT_ATTENTION_UNROLL
+      for (int b = 0; b < 4; ++b) part[rr][b] = _mm512_fmadd_ps(pj, vv[b], part[rr][b]);
+    }
+  }
+  fold_part<R, 4>(part, acc + g, acc_stride, alpha, v_factor);
+}
+
+/// Calls f.template operator()<R>() for R = min(rows, 4).
+template <class F>
+inline void with_rows(std::size_t rows, F&& f) {
+  switch (rows) {
+    case 1: f.template operator()<1>(); break;
+    case 2: f.template operator()<2>(); break;
+    case 3: f.template operator()<3>(); break;
+    default: f.template operator()<4>(); break;
+  }
+}
+
+MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a) {
+  scratch& s = scratch::local();
+  const std::size_t d = a.k.cols, dv = a.v.cols, rows = a.rows;
+  const std::size_t d16 = (d + 15) / 16 * 16, d64 = (d + 63) / 64 * 64, dv64 = (dv + 63) / 64 * 64;
+  const element_kind kk = a.k.kind, vk = a.v.kind;
+  const softmax_step sm(a);
+
+  // Q in the order K's elements arrive (natural for fp32 K), zero past d
+  const std::size_t qs = kk == element_kind::f32 ? d16 : d64;
+  s.srow.assign(rows * qs, 0.0f);
+  for (std::size_t r = 0; r < rows; ++r)
+    for (std::size_t c = 0; c < qs; ++c) {
+      const std::size_t e = (c / 64) * 64 + lane_element(kk, c % 64);
+      if (e < d) s.srow[r * qs + c] = a.q[r * a.q_stride + e];
+    }
+  s.part.resize(rows * chunk_keys);
+  s.st.resize(rows * chunk_keys);
+  s.acc.assign(rows * dv64, 0.0f);
+  std::size_t kmax = 0;
+  for (std::size_t r = 0; r < rows; ++r) kmax = std::max(kmax, a.limit[r]);
+  for (std::size_t r = 0; r < rows; ++r) s.m[r] = -std::numeric_limits<float>::infinity(), s.l[r] = 0.0f;
+
+  s.zero.assign(d16, 0.0f);
+  const auto* zero = reinterpret_cast<const std::uint8_t*>(s.zero.data());  // NOLINT: zero bytes for any element kind
+  line_prefetcher pf;
+  for (std::size_t c0 = 0; c0 < kmax; c0 += chunk_keys) {
+    const std::size_t n = std::min(chunk_keys, kmax - c0), n4 = (n + 3) / 4 * 4, nkt = (n + 15) / 16;
+    // the next chunk's lines, spread over this chunk's loops
+    pf.reset(a.k, a.v, c0 + chunk_keys, std::min(kmax, c0 + 2 * chunk_keys));
+    pf.pace((rows + 3) / 4 * (n4 / 4) * (1 + dv64 / 64));
+    for (std::size_t r0 = 0; r0 < rows; r0 += 4)
+      with_rows(rows - r0, [&]<int R>() {
+        const float* q = s.srow.data() + r0 * qs;
+        float* st = s.st.data() + r0 * chunk_keys;
+        if (kk == element_kind::f32) dots_f32<R>(a.k, c0, n, n4, d16, q, zero, st, pf);
+        else if (kk == element_kind::bf16) dots_decoded<R, element_kind::bf16>(a.k, c0, n, n4, q, d64, zero, st, pf);
+        else dots_decoded<R, element_kind::code8>(a.k, c0, n, n4, q, d64, zero, st, pf);
+      });
+    for (std::size_t r = 0; r < rows; ++r) {
+      const std::size_t vis = a.limit[r] > c0 ? std::min(n, a.limit[r] - c0) : 0;
+      s.alpha[r] = softmax_row(sm, s.st.data() + r * chunk_keys, nkt, vis, s.m[r], s.l[r], nullptr, 0, 0, s.part.data() + r * chunk_keys);
+    }
+    for (std::size_t r0 = 0; r0 < rows; r0 += 4)
+      for (std::size_t g = 0; g < dv64; g += 64)
+        with_rows(rows - r0, [&]<int R>() {
+          const float* p = s.part.data() + r0 * chunk_keys;
+          float* acc = s.acc.data() + r0 * dv64;
+          if (vk == element_kind::f32) pv_f32<R>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
+          else if (vk == element_kind::bf16) pv_decoded<R, element_kind::bf16>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
+          else pv_decoded<R, element_kind::code8>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
+        });
+  }
+  for (std::size_t r = 0; r < rows; ++r) {
+    float* o = a.out + r * a.out_stride;
+    const float* acc = s.acc.data() + r * dv64;
+    const float l = s.l[r];
+    for (std::size_t c = 0; c < dv64; ++c) {
+      const std::size_t e = (c / 64) * 64 + lane_element(vk, c % 64);
+      if (e < dv) o[e] = l > 0.0f ? acc[c] / l : 0.0f;
+    }
+    a.m[r] = s.m[r], a.l[r] = l;
+  }
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#else
+
+inline void run_block_avx512(const block_args& a) { run_block_scalar(a); }
+
+#endif
+
+}  // namespace minifloat::attention::detail::x86

@@ -1,0 +1,515 @@
+#pragma once
+// The AVX-512 pieces both x86 block kernels share (amx.hpp: AMX-BF16 tiles for blocks of many
+// query rows; avx512.hpp: fp32 FMAs for decode-sized blocks): decoding stored rows
+// into bfloat16 planes, the exp and P rounding of the online softmax, and one row's softmax step
+// over a chunk. kernel.hpp has the order of operations both follow.
+//
+// Why bfloat16 products are exact here: every 8-bit element value (HiF8, E4M3, E5M2) has at most
+// 4 significant bits and lies in bfloat16's range, and an MX scale is a power of two that only
+// moves the exponent, so a decoded code is a bfloat16 exactly (the preparation checks the range:
+// the BF16 instructions flush subnormals). Operands that are not (fp32 values, P without a
+// format) are split into three bfloat16 planes, hi + mid + lo = x exactly; a product of two split
+// operands keeps the six planes pairs down to 2^-16 relative (hi*hi, hi*mid, mid*hi, mid*mid,
+// hi*lo, lo*hi), the rest is below the fp32 rounding of the sum. So the products are exact (or
+// within 2^-24 relative) and the error is the fp32 accumulation's (docs/attention.md#error-bound).
+#include "../kernel.hpp"
+
+#if MINIFLOAT_SIMD_X86
+#define MINIFLOAT_ATTENTION_X86 1
+#include <immintrin.h>
+#else
+#define MINIFLOAT_ATTENTION_X86 0
+#endif
+
+namespace minifloat::attention::detail::x86 {
+
+#if MINIFLOAT_ATTENTION_X86
+
+// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (a self-initialised local) as the
+// unused source of unmasked forms, which -W(maybe-)uninitialized reports once they are inlined;
+// without optimisation its rounding intrinsics are macros that pass (__mmask16)-1 to a builtin
+// taking a short, which -Wsign-conversion reports at every call.
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wsign-conversion"
+#endif
+
+/// Per-thread scratch, reused across calls (a fresh 300 KB allocation per block would be mmap'd).
+struct scratch {
+  std::vector<std::uint16_t> qt, kb, pa, vb;
+  std::vector<float> st, part, srow, acc, zero;
+  std::vector<std::int32_t> lim;
+  float m[max_block_rows], l[max_block_rows], alpha[max_block_rows];
+  static scratch& local() {
+    thread_local scratch s;
+    return s;
+  }
+};
+
+// --- bf16 helpers ----------------------------------------------------------------------------------
+
+inline std::uint16_t bf16_rne(float x) noexcept {
+  const std::uint32_t b = std::bit_cast<std::uint32_t>(x);
+  return static_cast<std::uint16_t>((b + 0x7FFFU + ((b >> 16) & 1U)) >> 16);
+}
+
+/// x = hi + mid + lo (bfloat16 planes).
+inline void split3(float x, std::uint16_t& hi, std::uint16_t& mid, std::uint16_t& lo) noexcept {
+  hi = bf16_rne(x);
+  const float r1 = x - bf16_value(hi);
+  mid = bf16_rne(r1);
+  lo = bf16_rne(r1 - bf16_value(mid));
+}
+
+/// The plane pairs (a, b) a product sums over (header comment).
+struct term_list {
+  std::uint8_t n = 0;
+  std::uint8_t a[9] = {}, b[9] = {};
+};
+inline term_list terms(unsigned na, unsigned nb) noexcept {
+  term_list t;
+  auto add = [&](unsigned x, unsigned y) { t.a[t.n] = static_cast<std::uint8_t>(x), t.b[t.n] = static_cast<std::uint8_t>(y), ++t.n; };
+  if (na == 3 && nb == 3) {
+    add(0, 0), add(0, 1), add(1, 0), add(1, 1), add(0, 2), add(2, 0);
+  } else {
+    for (unsigned x = 0; x < na; ++x)
+      for (unsigned y = 0; y < nb; ++y) add(x, y);
+  }
+  return t;
+}
+
+/// The bfloat16 bits of the 128 magnitudes of an 8-bit sign-magnitude format, as hi/lo bytes.
+struct byte_tables {
+  alignas(64) std::uint8_t hi[128], lo[128];
+};
+inline const byte_tables& tables_of(format_id f) {
+  static const auto all = [] {
+    std::array<byte_tables, 16> t{};
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      if (i != static_cast<std::size_t>(format_id::hifloat8) && i != static_cast<std::size_t>(format_id::float8_e4m3fn) &&
+          i != static_cast<std::size_t>(format_id::float8_e5m2))
+        continue;
+      const auto& v = code_values(static_cast<format_id>(i));
+      for (unsigned m = 0; m < 128; ++m) {
+        const std::uint32_t bits = std::bit_cast<std::uint32_t>(v[m]);
+        // values are exact in bfloat16 (NaN keeps a quiet NaN pattern)
+        const std::uint16_t h = std::isnan(v[m]) ? std::uint16_t{0x7FC0} : static_cast<std::uint16_t>(bits >> 16);
+        t[i].hi[m] = static_cast<std::uint8_t>(h >> 8), t[i].lo[m] = static_cast<std::uint8_t>(h & 0xFF);
+      }
+    }
+    return t;
+  }();
+  return all[static_cast<std::size_t>(f)];
+}
+
+/// vpermb indices: the decoder's byte order (its unpacklo/hi run inside 128-bit lanes), alone
+/// (K rows) and composed with the interleave of two rows into (c, t), (c, t+1) pairs (V).
+struct perm_tables {
+  alignas(64) std::uint8_t dec[64], pair[64];
+};
+inline const perm_tables& perms() {
+  static const perm_tables p = [] {
+    perm_tables t{};
+    for (unsigned j = 0; j < 4; ++j)
+      for (unsigned i = 0; i < 8; ++i) {
+        t.dec[16 * j + i] = static_cast<std::uint8_t>(8 * j + i);
+        t.dec[16 * j + 8 + i] = static_cast<std::uint8_t>(32 + 8 * j + i);
+      }
+    for (unsigned m = 0; m < 64; ++m) {
+      const unsigned x = t.dec[m];  // natural position wanted at m; natural x = 2c + tok
+      t.pair[m] = static_cast<std::uint8_t>((x % 2) * 32 + x / 2);
+    }
+    return t;
+  }();
+  return p;
+}
+
+// --- AVX-512 pieces --------------------------------------------------------------------------------
+
+/// 64 codes (already permuted) -> 64 bfloat16 words in natural order (two zmm).
+MINIFLOAT_TARGET_AVX512 inline void decode64(__m512i codes, __m512i thi0, __m512i thi1, __m512i tlo0, __m512i tlo1,
+                                          __m512i& w0, __m512i& w1) {
+  __m512i hi = _mm512_permutex2var_epi8(thi0, codes, thi1);
+  const __m512i lo = _mm512_permutex2var_epi8(tlo0, codes, tlo1);
+  hi = _mm512_ternarylogic_epi32(hi, codes, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);  // hi | (codes & 0x80)
+  w0 = _mm512_unpacklo_epi8(lo, hi);
+  w1 = _mm512_unpackhi_epi8(lo, hi);
+}
+
+/// The bits of 16 bfloat16 values (a vector bit cast; std::bit_cast would be instantiated without
+/// the AVX target).
+MINIFLOAT_TARGET_AVX512 inline __m256i bf16_bits(__m256bh x) {
+  __m256i r;
+  std::memcpy(&r, &x, sizeof r);
+  return r;
+}
+
+/// Adds delta to the exponent of every non-zero bfloat16 word (an MX power-of-two scale).
+MINIFLOAT_TARGET_AVX512 inline __m512i fold_exponent(__m512i w, __m512i delta) {
+  const __mmask32 nz = _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x7FFF));
+  return _mm512_mask_add_epi16(w, nz, w, delta);
+}
+
+/// exp(x) in fp32 (|error| <= 3 ulp). Results below 2^-125 (x < -87, -inf) are 0: producing an
+/// fp32 subnormal costs a microcode assist per instruction on Intel cores, and every masked lane
+/// would produce one.
+MINIFLOAT_TARGET_AVX512 inline __m512 exp512(__m512 x) {
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ);
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
+  x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
+  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
+}
+
+/// The P formats with a vector rounding: decode(encode_F(x)) for finite x >= 0, F's default
+/// rounding, saturating (equal to narrow<F>(x, saturating); tested against it).
+enum class p_round : std::uint8_t { none, hifloat8, e4m3, e5m2, bf16, f16, scalar };
+
+inline p_round p_round_of(const static_format& p) noexcept {
+  if (!p.format) return p_round::none;
+  switch (*p.format) {
+    case format_id::hifloat8: return p_round::hifloat8;
+    case format_id::float8_e4m3fn: return p_round::e4m3;
+    case format_id::float8_e5m2: return p_round::e5m2;
+    case format_id::bfloat16: return p_round::bf16;
+    case format_id::float16: return p_round::f16;
+    default: return p_round::scalar;
+  }
+}
+
+/// Round to a binary grid with w mantissa bits above the exponent floor emin, RNE.
+MINIFLOAT_TARGET_AVX512 inline __m512 round_grid_rne(__m512 x, int w, int emin, float max_value) {
+  const __m512 e = _mm512_max_ps(_mm512_getexp_ps(x), _mm512_set1_ps(static_cast<float>(emin)));
+  const __m512 q = _mm512_sub_ps(e, _mm512_set1_ps(static_cast<float>(w)));
+  const __m512 y = _mm512_scalef_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), q));
+  const __m512 r = _mm512_roundscale_ps(y, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  return _mm512_min_ps(_mm512_scalef_ps(r, q), _mm512_set1_ps(max_value));
+}
+
+MINIFLOAT_TARGET_AVX512 inline __m512 round_p(__m512 x, p_round kind, const static_format& p) {
+  switch (kind) {
+    case p_round::none: return x;
+    case p_round::e4m3: return round_grid_rne(x, 3, -6, 448.0f);
+    case p_round::e5m2: return round_grid_rne(x, 2, -14, 57344.0f);
+    case p_round::bf16: {
+      const __m256i h = bf16_bits(_mm512_cvtneps_pbh(x));
+      const __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+      return _mm512_min_ps(v, _mm512_set1_ps(std::numeric_limits<float>::max()));  // saturating (inf -> max)
+    }
+    case p_round::f16: {
+      const __m256i h = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      return _mm512_min_ps(_mm512_cvtph_ps(h), _mm512_set1_ps(65504.0f));
+    }
+    case p_round::hifloat8: {
+      // tapered: 3 mantissa bits for |E| <= 3, 2 for 4..7, 1 for 8..15, 0 below 2^-15; ties away
+      const __m512 e = _mm512_max_ps(_mm512_getexp_ps(x), _mm512_set1_ps(-22.0f));
+      const __m512 a = _mm512_abs_ps(e);
+      __m512 w = _mm512_set1_ps(1.0f);
+      w = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(7.0f), _CMP_LE_OQ), w, _mm512_set1_ps(2.0f));
+      w = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(3.0f), _CMP_LE_OQ), w, _mm512_set1_ps(3.0f));
+      w = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(e, _mm512_set1_ps(-15.0f), _CMP_LT_OQ), w, _mm512_setzero_ps());
+      w = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(15.0f), _CMP_GT_OQ), w, _mm512_setzero_ps());
+      const __m512 q = _mm512_sub_ps(e, w);
+      const __m512 y = _mm512_scalef_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), q));
+      const __m512 r = _mm512_roundscale_ps(_mm512_add_ps(y, _mm512_set1_ps(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+      return _mm512_min_ps(_mm512_scalef_ps(r, q), _mm512_set1_ps(32768.0f));
+    }
+    case p_round::scalar: {
+      alignas(64) float t[16];
+      _mm512_store_ps(t, x);
+      for (float& v : t) v = round_to_format(v, *p.format);
+      return _mm512_load_ps(t);
+    }
+  }
+  return x;
+}
+
+/// x (16 lanes) -> bfloat16 planes at out[plane * plane_stride], 16 words each.
+MINIFLOAT_TARGET_AVX512 inline void store_planes16(__m512 x, unsigned planes, std::uint16_t* out, std::size_t plane_stride) {
+  const __m256i hi = bf16_bits(_mm512_cvtneps_pbh(x));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), hi);
+  if (planes == 1) return;
+  const __m512 hf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+  const __m512 r1 = _mm512_sub_ps(x, hf);
+  const __m256i mid = bf16_bits(_mm512_cvtneps_pbh(r1));
+  const __m512 mf = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(mid), 16));
+  const __m256i lo = bf16_bits(_mm512_cvtneps_pbh(_mm512_sub_ps(r1, mf)));
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + plane_stride), mid);
+  _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 2 * plane_stride), lo);
+}
+
+/// Array forms of round_p and exp512 for tests (n a multiple of 16).
+MINIFLOAT_TARGET_AVX512 inline void round_p_array(const float* x, float* out, std::size_t n, const static_format& p) {
+  for (std::size_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, round_p(_mm512_loadu_ps(x + i), p_round_of(p), p));
+}
+MINIFLOAT_TARGET_AVX512 inline void exp_array(const float* x, float* out, std::size_t n) {
+  for (std::size_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, exp512(_mm512_loadu_ps(x + i)));
+}
+
+// --- operand decoding ------------------------------------------------------------------------------
+
+/// Prefetches the next chunk's K and V rows into L2 a few lines at a time, spread over the
+/// current chunk's work. The hardware streamer alone falls behind: the decoders read a chunk in
+/// a burst faster than one core's DRAM bandwidth, then the tiles compute on it, so the loads of
+/// the burst stalled on DRAM (about half of the decoders' time). A whole-chunk burst of
+/// software prefetches stalls the same way on the line-fill buffers.
+class line_prefetcher {
+ public:
+  /// The rows [r0, r1) of k and of v (clipped to the rows that exist) become the lines to fetch.
+  void reset(const kv_view& k, const kv_view& v, std::size_t r0, std::size_t r1) {
+    n_ = 0, at_ = 0;
+    add(k, r0, r1), add(v, r0, r1);
+    cur_ = n_ > 0 ? range_[0].begin : 0;
+  }
+  /// Spreads the lines still to fetch over `calls` calls of step() without an argument.
+  void pace(std::size_t calls) noexcept {
+    std::size_t left = 0;
+    for (std::size_t i = at_; i < n_; ++i) left += (range_[i].end - (i == at_ ? cur_ : range_[i].begin) + 63) / 64;
+    rate_ = static_cast<unsigned>(std::min<std::size_t>(64, calls == 0 ? left : (left + calls - 1) / calls));
+  }
+  MINIFLOAT_TARGET_AVX512 void step() { step(rate_); }
+  MINIFLOAT_TARGET_AVX512 void step(unsigned lines) {
+    for (; lines > 0 && at_ < n_; --lines) {
+      _mm_prefetch(reinterpret_cast<const char*>(cur_), _MM_HINT_T1);  // NOLINT: an address, never dereferenced
+      cur_ += 64;
+      if (cur_ >= range_[at_].end && ++at_ < n_) cur_ = range_[at_].begin;
+    }
+  }
+
+ private:
+  struct range {
+    std::uintptr_t begin = 0, end = 0;
+  };
+  void add(const kv_view& x, std::size_t r0, std::size_t r1) {
+    r1 = std::min(r1, x.rows);
+    if (x.data == nullptr || r0 >= r1 || x.cols == 0) return;
+    const std::size_t eb = x.kind == element_kind::code8 ? 1 : x.kind == element_kind::bf16 ? 2 : 4;
+    const auto base = reinterpret_cast<std::uintptr_t>(x.data);  // NOLINT: addresses only
+    range_[n_++] = {(base + r0 * x.row_bytes) & ~std::uintptr_t{63}, base + (r1 - 1) * x.row_bytes + x.cols * eb};
+  }
+  range range_[2];
+  std::size_t n_ = 0, at_ = 0;
+  std::uintptr_t cur_ = 0;
+  unsigned rate_ = 0;
+};
+
+inline unsigned planes_of(element_kind k) noexcept { return k == element_kind::f32 ? 3U : 1U; }
+
+/// Decodes `n` rows starting at r0 of a row-major operand into bfloat16 planes of `width`
+/// (a multiple of 32) words per row; rows n .. rows_out - 1 are zero.
+MINIFLOAT_TARGET_AVX512 inline void decode_rows(const kv_view& x, std::size_t r0, std::size_t n, std::size_t rows_out,
+                                             std::size_t width, std::uint16_t* out, std::size_t plane_stride,
+                                             line_prefetcher& pf) {
+  const std::size_t cols = x.cols;
+  const unsigned planes = planes_of(x.kind);
+  for (std::size_t r = 0; r < rows_out; ++r) {
+    pf.step(1);
+    std::uint16_t* o = out + r * width;
+    if (r >= n) {
+      for (unsigned pl = 0; pl < planes; ++pl) std::memset(o + pl * plane_stride, 0, width * 2);
+      continue;
+    }
+    const std::uint8_t* row = x.data + (r0 + r) * x.row_bytes;
+    if (x.kind == element_kind::code8) {
+      const auto& tb = tables_of(x.format);
+      const __m512i thi0 = _mm512_load_si512(tb.hi), thi1 = _mm512_load_si512(tb.hi + 64);
+      const __m512i tlo0 = _mm512_load_si512(tb.lo), tlo1 = _mm512_load_si512(tb.lo + 64);
+      const __m512i perm = _mm512_load_si512(perms().dec);
+      for (std::size_t c = 0; c < width; c += 64) {
+        const std::size_t left = c < cols ? std::min<std::size_t>(64, cols - c) : 0;
+        const __mmask64 mk = left == 64 ? ~__mmask64{0} : ((__mmask64{1} << left) - 1);
+        const __m512i codes = _mm512_permutexvar_epi8(perm, _mm512_maskz_loadu_epi8(mk, row + c));
+        __m512i w0, w1;
+        decode64(codes, thi0, thi1, tlo0, tlo1, w0, w1);
+        if (x.mx != nullptr) {
+          const std::uint8_t* sc = x.mx + (r0 + r) * x.mx_stride;
+          w0 = fold_exponent(w0, _mm512_set1_epi16(static_cast<short>((static_cast<int>(sc[c / 32]) - 127) * 128)));
+          if (c + 32 < cols)
+            w1 = fold_exponent(w1, _mm512_set1_epi16(static_cast<short>((static_cast<int>(sc[c / 32 + 1]) - 127) * 128)));
+        }
+        _mm512_storeu_si512(o + c, w0);
+        if (c + 32 < width) _mm512_storeu_si512(o + c + 32, w1);
+      }
+    } else if (x.kind == element_kind::bf16) {
+      for (std::size_t c = 0; c < width; c += 32) {
+        const std::size_t left = c < cols ? std::min<std::size_t>(32, cols - c) : 0;
+        const __mmask32 mk = left == 32 ? ~__mmask32{0} : ((__mmask32{1} << left) - 1);
+        _mm512_storeu_si512(o + c, _mm512_maskz_loadu_epi16(mk, row + 2 * c));
+      }
+    } else {
+      for (std::size_t c = 0; c < width; c += 16) {
+        const std::size_t left = c < cols ? std::min<std::size_t>(16, cols - c) : 0;
+        const __mmask16 mk = left == 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1U << left) - 1);
+        store_planes16(_mm512_maskz_loadu_ps(mk, row + 4 * c), 3, o + c, plane_stride);
+      }
+    }
+  }
+}
+
+/// Decodes rows r0 .. r0 + n - 1 of V into the pair layout [pair][width][2] (pairs of rows
+/// interleaved per column), `pairs_out` pairs, zero beyond n.
+MINIFLOAT_TARGET_AVX512 inline void decode_pairs(const kv_view& x, std::size_t r0, std::size_t n, std::size_t pairs_out,
+                                              std::size_t width, std::uint16_t* out, std::size_t plane_stride,
+                                              line_prefetcher& pf) {
+  const std::size_t cols = x.cols;
+  const unsigned planes = planes_of(x.kind);
+  const __m512i zero = _mm512_setzero_si512();
+  for (std::size_t p = 0; p < pairs_out; ++p) {
+    pf.step(2);
+    std::uint16_t* o = out + p * width * 2;
+    const std::size_t t0 = 2 * p, t1 = 2 * p + 1;
+    if (t0 >= n) {
+      for (unsigned pl = 0; pl < planes; ++pl) std::memset(o + pl * plane_stride, 0, width * 4);
+      continue;
+    }
+    const std::uint8_t* row0 = x.data + (r0 + t0) * x.row_bytes;
+    const std::uint8_t* row1 = t1 < n ? x.data + (r0 + t1) * x.row_bytes : nullptr;
+    if (x.kind == element_kind::code8) {
+      const auto& tb = tables_of(x.format);
+      const __m512i thi0 = _mm512_load_si512(tb.hi), thi1 = _mm512_load_si512(tb.hi + 64);
+      const __m512i tlo0 = _mm512_load_si512(tb.lo), tlo1 = _mm512_load_si512(tb.lo + 64);
+      const __m512i perm = _mm512_load_si512(perms().pair);
+      for (std::size_t c = 0; c < width; c += 32) {
+        const std::size_t left = c < cols ? std::min<std::size_t>(32, cols - c) : 0;
+        const __mmask32 mk = left == 32 ? ~__mmask32{0} : ((__mmask32{1} << left) - 1);
+        const __m256i a = _mm256_maskz_loadu_epi8(mk, row0 + c);
+        const __m256i b = row1 != nullptr ? _mm256_maskz_loadu_epi8(mk, row1 + c) : _mm256_setzero_si256();
+        const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
+        __m512i w0, w1;
+        decode64(_mm512_permutexvar_epi8(perm, both), thi0, thi1, tlo0, tlo1, w0, w1);
+        if (x.mx != nullptr) {
+          // scales along T: one per (32-row block, column); both rows of a pair share the block
+          const std::uint8_t* sc = x.mx + ((r0 + t0) / 32) * x.mx_stride + c;
+          const __m512i bias = _mm512_set1_epi32(127);
+          const __mmask16 m0 = static_cast<__mmask16>(left >= 16 ? 0xFFFF : (1U << left) - 1);
+          const __mmask16 m1 = static_cast<__mmask16>(left <= 16 ? 0 : left >= 32 ? 0xFFFF : (1U << (left - 16)) - 1);
+          __m512i d0 = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m0, sc)), bias), 7);
+          __m512i d1 = _mm512_slli_epi32(_mm512_sub_epi32(_mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(m1, sc + 16)), bias), 7);
+          d0 = _mm512_or_si512(_mm512_and_si512(d0, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(d0, 16));
+          d1 = _mm512_or_si512(_mm512_and_si512(d1, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(d1, 16));
+          w0 = fold_exponent(w0, d0);
+          w1 = fold_exponent(w1, d1);
+        }
+        _mm512_storeu_si512(o + 2 * c, w0);
+        _mm512_storeu_si512(o + 2 * c + 32, w1);
+      }
+    } else if (x.kind == element_kind::bf16) {
+      const __m512i i0 = _mm512_set_epi16(47, 15, 46, 14, 45, 13, 44, 12, 43, 11, 42, 10, 41, 9, 40, 8, 39, 7, 38, 6, 37, 5, 36, 4,
+                                          35, 3, 34, 2, 33, 1, 32, 0);
+      const __m512i i1 = _mm512_add_epi16(i0, _mm512_set1_epi16(16));
+      for (std::size_t c = 0; c < width; c += 32) {
+        const std::size_t left = c < cols ? std::min<std::size_t>(32, cols - c) : 0;
+        const __mmask32 mk = left == 32 ? ~__mmask32{0} : ((__mmask32{1} << left) - 1);
+        const __m512i a = _mm512_maskz_loadu_epi16(mk, row0 + 2 * c);
+        const __m512i b = row1 != nullptr ? _mm512_maskz_loadu_epi16(mk, row1 + 2 * c) : zero;
+        _mm512_storeu_si512(o + 2 * c, _mm512_permutex2var_epi16(a, i0, b));
+        _mm512_storeu_si512(o + 2 * c + 32, _mm512_permutex2var_epi16(a, i1, b));
+      }
+    } else {
+      const __m512i ix = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6, 21, 5, 20, 4,
+                                          19, 3, 18, 2, 17, 1, 16, 0);
+      alignas(64) std::uint16_t ta[3][16], tb2[3][16];
+      for (std::size_t c = 0; c < width; c += 16) {
+        const std::size_t left = c < cols ? std::min<std::size_t>(16, cols - c) : 0;
+        const __mmask16 mk = left == 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1U << left) - 1);
+        store_planes16(_mm512_maskz_loadu_ps(mk, row0 + 4 * c), 3, ta[0], 16);
+        store_planes16(row1 != nullptr ? _mm512_maskz_loadu_ps(mk, row1 + 4 * c) : _mm512_setzero_ps(), 3, tb2[0], 16);
+        for (unsigned pl = 0; pl < 3; ++pl) {
+          const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(ta[pl]))),
+                                                  _mm256_load_si256(reinterpret_cast<const __m256i*>(tb2[pl])), 1);
+          _mm512_storeu_si512(o + pl * plane_stride + 2 * c, _mm512_permutexvar_epi16(ix, both));
+        }
+      }
+    }
+  }
+}
+
+/// acc = acc * alpha + v_factor * part, row by row (rows x width floats each).
+MINIFLOAT_TARGET_AVX512 inline void update_acc(float* acc, const float* part, const float* alpha, std::size_t rows, std::size_t width,
+                                            float v_factor) {
+  const __m512 vf = _mm512_set1_ps(v_factor);
+  for (std::size_t r = 0; r < rows; ++r) {
+    const __m512 al = _mm512_set1_ps(alpha[r]);
+    float* ar = acc + r * width;
+    const float* pr = part + r * width;
+    for (std::size_t c = 0; c < width; c += 16)
+      _mm512_storeu_ps(ar + c, _mm512_fmadd_ps(_mm512_loadu_ps(pr + c), vf, _mm512_mul_ps(_mm512_loadu_ps(ar + c), al)));
+  }
+}
+
+
+// --- the online softmax ----------------------------------------------------------------------------
+
+/// A block's softmax constants (kernel.hpp: S = s_factor * q.k, P^ = round_F(P~ / p_scale)).
+struct softmax_step {
+  float s_factor = 1.0f, p_scale = 1.0f, p_inv = 1.0f;
+  bool p_pow2 = false;  ///< x / p_scale is x * (1 / p_scale) exactly (a power of two, 1 by default)
+  static_format p;
+  p_round pr = p_round::none;
+  explicit softmax_step(const block_args& a) : s_factor(a.s_factor), p_scale(a.p.scale), p(a.p), pr(p_round_of(a.p)) {
+    int e = 0;
+    p_pow2 = std::isfinite(p_scale) && std::frexp(p_scale, &e) == 0.5f && e > -125 && e < 127;
+    p_inv = p_pow2 ? 1.0f / p_scale : 1.0f;
+  }
+  /// bfloat16 planes P^ needs (P without a format and fp16 P are not bfloat16 values).
+  [[nodiscard]] unsigned p_planes() const noexcept { return (pr == p_round::none || pr == p_round::f16) ? 3U : 1U; }
+};
+
+/// One query row's step over a chunk of at most 64 keys: dots[0 .. 16 * nkt) are its raw dot
+/// products q . k_j, the first `vis` visible; m and l are the row's running max and sum. Writes P^
+/// for the chunk's 64 keys (0 beyond vis) as `npp` bfloat16 planes at pa (plane stride pa_plane),
+/// or as fp32 at pf when pa is null; returns alpha = exp(m_old - m_new) (1 when nothing is visible).
+MINIFLOAT_TARGET_AVX512 inline float softmax_row(const softmax_step& k, const float* dots, std::size_t nkt, std::size_t vis, float& m,
+                                              float& l, std::uint16_t* pa, unsigned npp, std::size_t pa_plane, float* pf) {
+  if (vis == 0) {
+    if (pa != nullptr)
+      for (unsigned pl = 0; pl < npp; ++pl) std::memset(pa + pl * pa_plane, 0, chunk_keys * 2);
+    else if (pf != nullptr)
+      std::memset(pf, 0, chunk_keys * sizeof(float));
+    return 1.0f;
+  }
+  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512 sf = _mm512_set1_ps(k.s_factor);
+  __m512 v[4];
+  __mmask16 mk[4];
+  __m512 mc = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  for (std::size_t j4 = 0; j4 < 4; ++j4) {
+    mk[j4] = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(vis)), _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(16 * j4))));
+    v[j4] = j4 < nkt ? _mm512_maskz_mul_ps(mk[j4], _mm512_loadu_ps(dots + 16 * j4), sf) : _mm512_setzero_ps();
+    mc = _mm512_mask_max_ps(mc, mk[j4], mc, v[j4]);
+  }
+  const float mo = m, mn = std::max(mo, _mm512_reduce_max_ps(mc));
+  const float alpha = mo == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(mo - mn);
+  __m512 lsum = _mm512_setzero_ps();
+  const __m512 mnv = _mm512_set1_ps(mn), pinv = _mm512_set1_ps(k.p_inv), ps = _mm512_set1_ps(k.p_scale);
+  for (std::size_t j4 = 0; j4 < 4; ++j4) {
+    __m512 e = _mm512_maskz_mov_ps(mk[j4], exp512(_mm512_sub_ps(v[j4], mnv)));
+    lsum = _mm512_add_ps(lsum, e);
+    if (k.pr != p_round::none) e = round_p(k.p_pow2 ? _mm512_mul_ps(e, pinv) : _mm512_div_ps(e, ps), k.pr, k.p);
+    if (pa != nullptr) store_planes16(e, npp, pa + 16 * j4, pa_plane);
+    else _mm512_storeu_ps(pf + 16 * j4, e);
+  }
+  l = l * alpha + _mm512_reduce_add_ps(lsum);
+  m = mn;
+  return alpha;
+}
+
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
+
+#endif  // MINIFLOAT_ATTENTION_X86
+
+}  // namespace minifloat::attention::detail::x86
