@@ -19,12 +19,7 @@ namespace minifloat::attention::detail::x86 {
 
 #if MINIFLOAT_ATTENTION_AMX
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#endif
+MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
 
 /// AMX usable in this process (the one CPU probe, simd/isa.hpp).
 inline bool amx_available() noexcept { return simd::cpu().amx_bf16; }
@@ -261,9 +256,7 @@ MINIFLOAT_TARGET_AMX inline void run_block_amx(const block_args& a) {
   }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_POP
 
 #else
 

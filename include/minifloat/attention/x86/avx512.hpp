@@ -20,12 +20,7 @@ namespace minifloat::attention::detail::x86 {
 
 #if MINIFLOAT_ATTENTION_X86
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
-#endif
+MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
 
 // The register tiles below stay in registers only when their small loops unroll completely,
 // which GCC at -O2 does not do by itself.
@@ -99,11 +94,18 @@ MINIFLOAT_INLINE_AVX512 void column_scale_delta(const std::uint8_t* sc, std::siz
 }
 
 /// Elements c .. c + 63 of a stored row (zero past cols) as fp32, in lane_element order; with
-/// `scaled`, d0 and d1 are the MX exponent deltas of the two word vectors.
+/// `scaled` (8-bit codes only), d0 and d1 are the MX exponent deltas of the two word vectors.
 template <element_kind K>
 MINIFLOAT_INLINE_AVX512 void load64(const std::uint8_t* row, std::size_t c, std::size_t cols, const code_tables& t, bool scaled, __m512i d0,
                                     __m512i d1, __m512 out[4]) {
   const std::size_t left = cols - c;
+  if constexpr (K == element_kind::f32) {
+    for (std::size_t b = 0; b < 4; ++b) {
+      const std::size_t in = left > 16 * b ? std::min<std::size_t>(16, left - 16 * b) : 0;
+      out[b] = in == 16 ? _mm512_loadu_ps(row + 4 * (c + 16 * b)) : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1U << in) - 1), row + 4 * (c + 16 * b));
+    }
+    return;
+  }
   __m512i w0, w1;
   if constexpr (K == element_kind::code8) {
     const __m512i codes =
@@ -126,7 +128,7 @@ MINIFLOAT_INLINE_AVX512 void load64(const std::uint8_t* row, std::size_t c, std:
   out[3] = _mm512_castsi512_ps(_mm512_and_si512(w1, odd));
 }
 
-/// Raw dot products of R query rows with the keys c0 .. c0 + n - 1 of 8-bit or bfloat16 K:
+/// Raw dot products of R query rows with the keys c0 .. c0 + n - 1 of K (any element kind):
 /// q[row][d64] in lane_element order, s[row][j] for j < n4 (zero past n; `zero` is a row of
 /// zero bytes as long as a stored row).
 template <int R, element_kind K>
@@ -142,7 +144,7 @@ MINIFLOAT_TARGET_AVX512 inline void dots_decoded(const kv_view& k, std::size_t c
     for (std::size_t jj = 0; jj < 4; ++jj) {
       const bool real = j0 + jj < n;
       row[jj] = real ? k.data + (c0 + j0 + jj) * k.row_bytes : zero;
-      scaled[jj] = real && k.mx != nullptr;
+      scaled[jj] = real && K == element_kind::code8 && k.mx != nullptr;
     }
     __m512 acc[16];
     MINIFLOAT_ATTENTION_UNROLL
@@ -165,33 +167,6 @@ MINIFLOAT_TARGET_AVX512 inline void dots_decoded(const kv_view& k, std::size_t c
   }
 }
 
-/// The same with fp32 K rows read in place (q[row][d16] natural, zero past d).
-template <int R>
-MINIFLOAT_TARGET_AVX512 inline void dots_f32(const kv_view& k, std::size_t c0, std::size_t n, std::size_t n4, std::size_t d16, const float* q,
-                                           const std::uint8_t* zero, float* s, line_prefetcher& pf) {
-  const std::size_t d = k.cols;
-  const __mmask16 tail = d % 16 == 0 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1U << (d % 16)) - 1);
-  for (std::size_t j0 = 0; j0 < n4; j0 += 4) {
-    pf.step();
-    const std::uint8_t* row[4];
-    for (std::size_t jj = 0; jj < 4; ++jj) row[jj] = j0 + jj < n ? k.data + (c0 + j0 + jj) * k.row_bytes : zero;
-    __m512 acc[16];
-    MINIFLOAT_ATTENTION_UNROLL
-    for (auto& x : acc) x = _mm512_setzero_ps();
-    for (std::size_t c = 0; c < d16; c += 16) {
-      const __mmask16 mk = c + 16 <= d ? __mmask16{0xFFFF} : tail;
-      MINIFLOAT_ATTENTION_UNROLL
-      for (int jj = 0; jj < 4; ++jj) {
-        const __m512 kv = _mm512_maskz_loadu_ps(mk, row[jj] + 4 * c);
-        MINIFLOAT_ATTENTION_UNROLL
-        for (int rr = 0; rr < R; ++rr)
-          acc[dot_slot[4 * rr + jj]] = _mm512_fmadd_ps(kv, _mm512_loadu_ps(q + static_cast<std::size_t>(rr) * d16 + c), acc[dot_slot[4 * rr + jj]]);
-      }
-    }
-    store_dot_rows<R>(sum_lanes16(acc), s + j0, chunk_keys);
-  }
-}
-
 /// acc[row][0 .. 16 NB) = acc * alpha + v_factor * part (kernel.hpp's order).
 template <int R, int NB>
 MINIFLOAT_INLINE_AVX512 void fold_part(const __m512 part[R][NB], float* acc, std::size_t acc_stride, const float* alpha, float v_factor) {
@@ -206,14 +181,14 @@ MINIFLOAT_INLINE_AVX512 void fold_part(const __m512 part[R][NB], float* acc, std
   }
 }
 
-/// P V for R rows over the columns g .. g + 63 of 8-bit or bfloat16 V (acc in lane_element
+/// P V for R rows over the columns g .. g + 63 of V (any element kind; acc in lane_element
 /// order): one FMA per key and column, key by key. p[row][chunk_keys] is P^ in fp32.
 template <int R, element_kind K>
 MINIFLOAT_TARGET_AVX512 inline void pv_decoded(const kv_view& v, std::size_t c0, std::size_t n, std::size_t g, const float* p, float* acc,
                                              std::size_t acc_stride, const float* alpha, float v_factor, line_prefetcher& pf) {
   const std::size_t dv = v.cols;
   const code_tables t = K == element_kind::code8 ? load_tables(v) : code_tables{};
-  const bool scaled = v.mx != nullptr;
+  const bool scaled = K == element_kind::code8 && v.mx != nullptr;
   __m512i d0 = _mm512_setzero_si512(), d1 = d0;
   std::size_t scale_block = ~std::size_t{0};
   __m512 part[R][4];
@@ -229,37 +204,6 @@ MINIFLOAT_TARGET_AVX512 inline void pv_decoded(const kv_view& v, std::size_t c0,
     }
     __m512 vv[4];
     load64<K>(v.data + (c0 + j) * v.row_bytes, g, dv, t, scaled, d0, d1, vv);
-    MINIFLOAT_ATTENTION_UNROLL
-    for (int rr = 0; rr < R; ++rr) {
-      const __m512 pj = _mm512_set1_ps(p[static_cast<std::size_t>(rr) * chunk_keys + j]);
-      MINIFLOAT_ATTENTION_UNROLL
-      for (int b = 0; b < 4; ++b) part[rr][b] = _mm512_fmadd_ps(pj, vv[b], part[rr][b]);
-    }
-  }
-  fold_part<R, 4>(part, acc + g, acc_stride, alpha, v_factor);
-}
-
-/// The same with fp32 V rows read in place (acc natural).
-template <int R>
-MINIFLOAT_TARGET_AVX512 inline void pv_f32(const kv_view& v, std::size_t c0, std::size_t n, std::size_t g, const float* p, float* acc,
-                                         std::size_t acc_stride, const float* alpha, float v_factor, line_prefetcher& pf) {
-  const std::size_t dv = v.cols;
-  __mmask16 mk[4];
-  for (std::size_t b = 0; b < 4; ++b) {
-    const std::size_t c = g + 16 * b;
-    mk[b] = c + 16 <= dv ? __mmask16{0xFFFF} : c >= dv ? __mmask16{0} : static_cast<__mmask16>((1U << (dv - c)) - 1);
-  }
-  __m512 part[R][4];
-  MINIFLOAT_ATTENTION_UNROLL
-  for (auto& row : part)
-    MINIFLOAT_ATTENTION_UNROLL
-    for (auto& x : row) x = _mm512_setzero_ps();
-  for (std::size_t j = 0; j < n; ++j) {
-    if (j % 4 == 0) pf.step();
-    const std::uint8_t* row = v.data + (c0 + j) * v.row_bytes;
-    __m512 vv[4];
-    MINIFLOAT_ATTENTION_UNROLL
-    for (std::size_t b = 0; b < 4; ++b) vv[b] = _mm512_maskz_loadu_ps(mk[b], row + 4 * (g + 16 * b));
     MINIFLOAT_ATTENTION_UNROLL
     for (int rr = 0; rr < R; ++rr) {
       const __m512 pj = _mm512_set1_ps(p[static_cast<std::size_t>(rr) * chunk_keys + j]);
@@ -289,7 +233,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a) {
   const softmax_step sm(a);
 
   // Q in the order K's elements arrive (natural for fp32 K), zero past d
-  const std::size_t qs = kk == element_kind::f32 ? d16 : d64;
+  const std::size_t qs = d64;
   s.srow.assign(rows * qs, 0.0f);
   for (std::size_t r = 0; r < rows; ++r)
     for (std::size_t c = 0; c < qs; ++c) {
@@ -315,7 +259,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a) {
       with_rows(rows - r0, [&]<int R>() {
         const float* q = s.srow.data() + r0 * qs;
         float* st = s.st.data() + r0 * chunk_keys;
-        if (kk == element_kind::f32) dots_f32<R>(a.k, c0, n, n4, d16, q, zero, st, pf);
+        if (kk == element_kind::f32) dots_decoded<R, element_kind::f32>(a.k, c0, n, n4, q, d64, zero, st, pf);
         else if (kk == element_kind::bf16) dots_decoded<R, element_kind::bf16>(a.k, c0, n, n4, q, d64, zero, st, pf);
         else dots_decoded<R, element_kind::code8>(a.k, c0, n, n4, q, d64, zero, st, pf);
       });
@@ -328,7 +272,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a) {
         with_rows(rows - r0, [&]<int R>() {
           const float* p = s.part.data() + r0 * chunk_keys;
           float* acc = s.acc.data() + r0 * dv64;
-          if (vk == element_kind::f32) pv_f32<R>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
+          if (vk == element_kind::f32) pv_decoded<R, element_kind::f32>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
           else if (vk == element_kind::bf16) pv_decoded<R, element_kind::bf16>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
           else pv_decoded<R, element_kind::code8>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
         });
@@ -345,9 +289,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a) {
   }
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_POP
 
 #else
 

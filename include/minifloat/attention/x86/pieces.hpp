@@ -28,13 +28,18 @@ namespace minifloat::attention::detail::x86 {
 // GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (a self-initialised local) as the
 // unused source of unmasked forms, which -W(maybe-)uninitialized reports once they are inlined;
 // without optimisation its rounding intrinsics are macros that pass (__mmask16)-1 to a builtin
-// taking a short, which -Wsign-conversion reports at every call.
+// taking a short, which -Wsign-conversion reports at every call. The x86 kernels' headers wrap
+// their code in these two.
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#pragma GCC diagnostic ignored "-Wsign-conversion"
+#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH                                                  \
+  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")          \
+      _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") _Pragma("GCC diagnostic ignored \"-Wsign-conversion\"")
+#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_POP _Pragma("GCC diagnostic pop")
+#else
+#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
+#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_POP
 #endif
+MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
 
 /// Per-thread scratch, reused across calls (a fresh 300 KB allocation per block would be mmap'd).
 struct scratch {
@@ -506,9 +511,7 @@ MINIFLOAT_TARGET_AVX512 inline float softmax_row(const softmax_step& k, const fl
   return alpha;
 }
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_POP
 
 #endif  // MINIFLOAT_ATTENTION_X86
 
