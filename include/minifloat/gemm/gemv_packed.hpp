@@ -525,7 +525,7 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
       job.w = &w, job.a = a.data() + m0 * k_all, job.m_rows = std::min<std::size_t>(8, m_all - m0);
       job.l = l, job.sa = sa.data() + m0 * nb, job.nblocks = nb, job.c = c + m0 * n_all, job.ldc = n_all;
       packed_job plain = job;  // the scalar twin reads A unscaled
-      plain.a = a_plain.data() + m0 * k_all;
+      plain.a = a_plain.empty() ? nullptr : a_plain.data() + m0 * k_all;  // empty when A is read unscaled anyway
       for (std::size_t q = q0; q < q1; ++q) {
 #if MINIFLOAT_SIMD_X86
         if (fast && !w.special_panel(q)) {
