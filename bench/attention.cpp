@@ -2,7 +2,7 @@
 // shapes of a current LLM (Hq = 32, Hkv = 8, d = dv = 128).
 //
 //   decode/<cache>/T:<T>/threads:<n>   one query token per head over T cached tokens. Every cache
-//       runs the same kernel (attention/x86/amx.hpp, or the scalar twin without AMX) with its own
+//       runs the same kernel (block_kernels.hpp's choice: counter kernel) with its own
 //       best operands: "all-<format>" recipes, q and P in the cache's format family
 //       (fp32: q, P fp32; bf16: q, P bf16; hifloat8 / float8_e4m3fn: q per tensor and P in that
 //       format; mxfp8_e4m3: q MX along d, P E4M3). items/s = cached tokens x KV heads read per
@@ -11,7 +11,9 @@
 //   decode/<cache>/T:<T>/q:fp32/threads:<n>   the same cache with fp32 q and P (exact products).
 //   decode/<cache>/T:<T>/kernel:amx/threads:1   the same step on the AMX tile kernel (where the CPU
 //       has AMX), which decode blocks took before the AVX-512 kernel (x86/avx512.hpp). Counter
-//       kernel: 1 AMX, 2 AVX-512, 0 scalar twin (block_kernels.hpp's choice for a decode block).
+//       kernel: 1 AMX, 2 AVX-512, 3 AVX2, 0 scalar twin (block_kernels.hpp's choice for a decode block).
+//   decode/<cache>/T:<T>/kernel:avx2/threads:1   the same step on the AVX2 kernel (x86/avx2.hpp),
+//       registered where the CPU has AVX-512 (without it, the rows above run the AVX2 kernel).
 //   prefill/<recipe>/T:2048/threads:<n>   causal, Q K V and P in <recipe> (fp32, bf16, hifloat8,
 //       float8_e4m3fn, mxfp8_e4m3); GFLOP/s counts 4 d flops per visible (query, key) pair.
 //   fma_peak/threads:1   the fp32 FMA peak of one core (AVX-512 FMAs, 12 chains): the roof.
@@ -98,14 +100,8 @@ void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp
   const auto iters = static_cast<double>(state.iterations());
   state.counters["GB/s"] = static_cast<double>(cache->bytes()) * iters / wall * 1e-9;
   state.counters["Mtok/s"] = static_cast<double>(t * hkv) * iters / wall * 1e-6;
-  const std::size_t rows = hq / hkv;
-  const bool amx = minifloat::attention::detail::use_amx(simd::isa::automatic);
-  const bool avx512 = minifloat::attention::detail::use_avx512(simd::isa::automatic);
-  state.counters["kernel"] = (kernel == block_kernel::amx && amx) || (kernel == block_kernel::automatic && amx &&
-                                                                      rows > minifloat::attention::detail::avx512_kernel_max_rows)
-                                 ? 1
-                             : avx512 ? 2
-                                      : 0;
+  const auto k = minifloat::attention::detail::kernel_for(hq / hkv, true, simd::isa::automatic, kernel);
+  state.counters["kernel"] = k == block_kernel::amx ? 1 : k == block_kernel::avx512 ? 2 : k == block_kernel::avx2 ? 3 : 0;
 }
 
 void prefill(benchmark::State& state, const cache_kind& c) {
@@ -165,6 +161,12 @@ const int registered = [] {
       for (const auto& c : caches)
         benchmark::RegisterBenchmark((std::string("decode/") + c.name + "/T:" + std::to_string(t) + "/kernel:amx").c_str(),
                                      [&c, t](benchmark::State& st) { decode(st, c, t, false, block_kernel::amx); })
+            ->Arg(1)->ArgName("threads")->Unit(benchmark::kMicrosecond);
+  if (minifloat::attention::detail::use_avx512(simd::isa::automatic))
+    for (const std::size_t t : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}})
+      for (const auto& c : caches)
+        benchmark::RegisterBenchmark((std::string("decode/") + c.name + "/T:" + std::to_string(t) + "/kernel:avx2").c_str(),
+                                     [&c, t](benchmark::State& st) { decode(st, c, t, false, block_kernel::avx2); })
             ->Arg(1)->ArgName("threads")->Unit(benchmark::kMicrosecond);
   for (const auto& c : caches)
     benchmark::RegisterBenchmark((std::string("prefill/") + c.name + "/T:2048").c_str(),

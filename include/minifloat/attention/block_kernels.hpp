@@ -2,9 +2,11 @@
 // Which block kernel runs a block (kernel.hpp has what a block is and the order of operations
 // every kernel follows): on x86 with AVX-512, AMX tiles (x86/amx.hpp) for blocks of more than
 // avx512_kernel_max_rows query rows where the CPU has AMX-BF16, the AVX-512 FMA kernel (x86/avx512.hpp)
-// otherwise; the scalar twin at isa scalar, without AVX-512, or for MX scales that take a value
-// out of bfloat16's normal range.
+// otherwise; the AVX2 kernel (x86/avx2.hpp) on x86 without AVX-512, at isa avx2, or for MX
+// scales that take a value out of bfloat16's normal range (the AVX-512 kernels read bfloat16);
+// the scalar twin at isa scalar and elsewhere.
 #include "x86/amx.hpp"
+#include "x86/avx2.hpp"
 #include "x86/avx512.hpp"
 
 namespace minifloat::attention::detail {
@@ -28,20 +30,32 @@ inline constexpr std::size_t avx512_kernel_max_rows = 8;
   return x.mx == nullptr || (x.kind == element_kind::code8 && x.mx_bf16_exact);
 }
 
-/// The kernel a block of `rows` rows takes.
-[[nodiscard]] inline block_kernel kernel_for(const block_args& a, simd::isa level, block_kernel want) noexcept {
-  if (want == block_kernel::scalar || !use_avx512(level) || !bf16_reads_exactly(a.k) || !bf16_reads_exactly(a.v))
-    return block_kernel::scalar;
+/// Whether a call at `level` can take the AVX2 kernel.
+[[nodiscard]] inline bool use_avx2(simd::isa level) noexcept {
+  const simd::isa r = simd::detail::resolve(level);
+  return MINIFLOAT_ATTENTION_X86 && r != simd::isa::automatic && simd::detail::allows(r, simd::isa::avx2);
+}
+
+/// The kernel a block of `rows` rows takes (bf16_exact: both operands pass bf16_reads_exactly).
+[[nodiscard]] inline block_kernel kernel_for(std::size_t rows, bool bf16_exact, simd::isa level, block_kernel want) noexcept {
+  if (want == block_kernel::scalar) return block_kernel::scalar;
+  const bool avx2 = use_avx2(level);
+  if (want == block_kernel::avx2 || !use_avx512(level) || !bf16_exact) return avx2 ? block_kernel::avx2 : block_kernel::scalar;
   const bool amx = use_amx(level);
   if (want == block_kernel::amx) return amx ? block_kernel::amx : block_kernel::avx512;
   if (want == block_kernel::avx512) return block_kernel::avx512;
-  return amx && a.rows > avx512_kernel_max_rows ? block_kernel::amx : block_kernel::avx512;
+  return amx && rows > avx512_kernel_max_rows ? block_kernel::amx : block_kernel::avx512;
+}
+
+[[nodiscard]] inline block_kernel kernel_for(const block_args& a, simd::isa level, block_kernel want) noexcept {
+  return kernel_for(a.rows, bf16_reads_exactly(a.k) && bf16_reads_exactly(a.v), level, want);
 }
 
 inline void run_block(const block_args& a, simd::isa level, block_kernel want) {
   switch (kernel_for(a, level, want)) {
     case block_kernel::amx: x86::run_block_amx(a); break;
     case block_kernel::avx512: x86::run_block_avx512(a); break;
+    case block_kernel::avx2: x86::run_block_avx2(a); break;
     default: run_block_scalar(a); break;
   }
 }

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "../formats/format_list.hpp"
+#include "../formats/packed.hpp"
 #include "../simd/isa.hpp"
 #include "recipe.hpp"
 

@@ -81,10 +81,11 @@ enum class attention_path : std::uint8_t { reference, fast };
 
 /// The fast path's block kernel (block_kernels.hpp). automatic: on x86 with AVX-512, AMX tiles
 /// for blocks of more than 8 query rows where the CPU has AMX-BF16, AVX-512 FMAs otherwise
-/// (decode). amx (avx512 where AMX is missing) and avx512 force one, for tests and benchmarks; scalar
-/// is the scalar twin, as isa scalar. The result differs between kernels only within the bound
-/// of docs/attention.md#error-bound.
-enum class block_kernel : std::uint8_t { automatic, amx, avx512, scalar };
+/// (decode); on x86 without AVX-512, AVX2 FMAs. amx (avx512 where AMX is missing), avx512 and
+/// avx2 force one where the CPU has it (the best it has otherwise), for tests and benchmarks;
+/// scalar is the scalar twin, as isa scalar. The result differs between kernels only within the
+/// bound of docs/attention.md#error-bound.
+enum class block_kernel : std::uint8_t { automatic, amx, avx512, scalar, avx2 };
 
 struct attention_options {
   mask_kind mask = mask_kind::none;

@@ -22,16 +22,6 @@ namespace minifloat::attention::detail::x86 {
 
 MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
 
-// The register tiles below stay in registers only when their small loops unroll completely,
-// which GCC at -O2 does not do by itself.
-#if defined(__clang__)
-#define MINIFLOAT_ATTENTION_UNROLL _Pragma("unroll")
-#elif defined(__GNUC__)
-#define MINIFLOAT_ATTENTION_UNROLL _Pragma("GCC unroll 16")
-#else
-#define MINIFLOAT_ATTENTION_UNROLL
-#endif
-
 /// The element (0 .. 63) of a 64-element stretch of a row that the decoders put at position
 /// p = 16 v + m (vector v, lane m). code8: decode64's byte unpacks run inside 128-bit lanes, and
 /// the conversion to fp32 splits each bfloat16 pair into an even and an odd vector; bf16: the

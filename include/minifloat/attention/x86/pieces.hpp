@@ -41,10 +41,20 @@ namespace minifloat::attention::detail::x86 {
 #endif
 MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
 
+// The register tiles of the kernels stay in registers only when their small loops unroll
+// completely, which GCC at -O2 does not do by itself.
+#if defined(__clang__)
+#define MINIFLOAT_ATTENTION_UNROLL _Pragma("unroll")
+#elif defined(__GNUC__)
+#define MINIFLOAT_ATTENTION_UNROLL _Pragma("GCC unroll 16")
+#else
+#define MINIFLOAT_ATTENTION_UNROLL
+#endif
+
 /// Per-thread scratch, reused across calls (a fresh 300 KB allocation per block would be mmap'd).
 struct scratch {
   std::vector<std::uint16_t> qt, kb, pa, vb;
-  std::vector<float> st, part, srow, acc, zero;
+  std::vector<float> st, part, srow, acc, zero, kdec, vdec, vfac;
   std::vector<std::int32_t> lim;
   float m[max_block_rows], l[max_block_rows], alpha[max_block_rows];
   static scratch& local() {
@@ -157,24 +167,30 @@ MINIFLOAT_TARGET_AVX512 inline __m512i fold_exponent(__m512i w, __m512i delta) {
   return _mm512_mask_add_epi16(w, nz, w, delta);
 }
 
+/// The largest finite bfloat16 (0x7F7F).
+inline constexpr float bf16_max = 3.38953138925153547590470800371487866880e+38f;
+
+/// exp512's constants (also exp256's, x86/avx2.hpp): the range kept, ln 2 in two parts, and the
+/// Taylor coefficients of e^r from r^7 down, Horner's order.
+struct exp_constants {
+  static constexpr float lo = -87.0f, hi = 88.0f, log2e = 1.44269504088896341f;
+  static constexpr float ln2_hi = 0.693145751953125f, ln2_lo = 1.428606765330187045e-06f;
+  static constexpr float poly[8] = {1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f};
+};
+
 /// exp(x) in fp32 (|error| <= 3 ulp). Results below 2^-125 (x < -87, -inf) are 0: producing an
 /// fp32 subnormal costs a microcode assist per instruction on Intel cores, and every masked lane
 /// would produce one.
 MINIFLOAT_TARGET_AVX512 inline __m512 exp512(__m512 x) {
-  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(-87.0f), _CMP_GE_OQ);
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.0f));
-  x = _mm512_min_ps(x, _mm512_set1_ps(88.0f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693145751953125f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(1.428606765330187045e-06f), r);
-  __m512 p = _mm512_set1_ps(1.0f / 5040.0f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 720.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 120.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 24.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f / 6.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(0.5f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.0f));
+  using c = exp_constants;
+  const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(c::lo), _CMP_GE_OQ);
+  x = _mm512_max_ps(x, _mm512_set1_ps(c::lo));
+  x = _mm512_min_ps(x, _mm512_set1_ps(c::hi));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(c::log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_hi), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_lo), r);
+  __m512 p = _mm512_set1_ps(c::poly[0]);
+  for (std::size_t i = 1; i < std::size(c::poly); ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c::poly[i]));
   return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
 }
 
@@ -209,9 +225,9 @@ MINIFLOAT_TARGET_AVX512 inline __m512 round_p(__m512 x, p_round kind, const stat
     case p_round::e4m3: return round_grid_rne(x, 3, -6, 448.0f);
     case p_round::e5m2: return round_grid_rne(x, 2, -14, 57344.0f);
     case p_round::bf16: {
-      const __m256i h = bf16_bits(_mm512_cvtneps_pbh(x));
-      const __m512 v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
-      return _mm512_min_ps(v, _mm512_set1_ps(std::numeric_limits<float>::max()));  // saturating (inf -> max)
+      // saturating: clamped to the largest bfloat16 first, which rounds to itself
+      const __m256i h = bf16_bits(_mm512_cvtneps_pbh(_mm512_min_ps(x, _mm512_set1_ps(bf16_max))));
+      return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     }
     case p_round::f16: {
       const __m256i h = _mm512_cvtps_ph(x, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
@@ -219,6 +235,7 @@ MINIFLOAT_TARGET_AVX512 inline __m512 round_p(__m512 x, p_round kind, const stat
     }
     case p_round::hifloat8: {
       // tapered: 3 mantissa bits for |E| <= 3, 2 for 4..7, 1 for 8..15, 0 below 2^-15; ties away
+      x = _mm512_min_ps(x, _mm512_set1_ps(32768.0f));
       const __m512 e = _mm512_max_ps(_mm512_getexp_ps(x), _mm512_set1_ps(-22.0f));
       const __m512 a = _mm512_abs_ps(e);
       __m512 w = _mm512_set1_ps(1.0f);
@@ -228,7 +245,9 @@ MINIFLOAT_TARGET_AVX512 inline __m512 round_p(__m512 x, p_round kind, const stat
       w = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, _mm512_set1_ps(15.0f), _CMP_GT_OQ), w, _mm512_setzero_ps());
       const __m512 q = _mm512_sub_ps(e, w);
       const __m512 y = _mm512_scalef_ps(x, _mm512_sub_ps(_mm512_setzero_ps(), q));
-      const __m512 r = _mm512_roundscale_ps(_mm512_add_ps(y, _mm512_set1_ps(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+      // floor(y + 1/2) is exact for y >= 1/2; below, y + 1/2 can round up to 1 and the result is 0
+      const __m512 r = _mm512_maskz_roundscale_ps(_mm512_cmp_ps_mask(y, _mm512_set1_ps(0.5f), _CMP_GE_OQ), _mm512_add_ps(y, _mm512_set1_ps(0.5f)),
+                                                  _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
       return _mm512_min_ps(_mm512_scalef_ps(r, q), _mm512_set1_ps(32768.0f));
     }
     case p_round::scalar: {
@@ -284,8 +303,8 @@ class line_prefetcher {
     for (std::size_t i = at_; i < n_; ++i) left += (range_[i].end - (i == at_ ? cur_ : range_[i].begin) + 63) / 64;
     rate_ = static_cast<unsigned>(std::min<std::size_t>(64, calls == 0 ? left : (left + calls - 1) / calls));
   }
-  MINIFLOAT_TARGET_AVX512 void step() { step(rate_); }
-  MINIFLOAT_TARGET_AVX512 void step(unsigned lines) {
+  void step() { step(rate_); }
+  void step(unsigned lines) {
     for (; lines > 0 && at_ < n_; --lines) {
       _mm_prefetch(reinterpret_cast<const char*>(cur_), _MM_HINT_T1);  // NOLINT: an address, never dereferenced
       cur_ += 64;
