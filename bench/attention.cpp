@@ -16,7 +16,8 @@
 //       registered where the CPU has AVX-512 (without it, the rows above run the AVX2 kernel).
 //   prefill/<recipe>/T:2048/threads:<n>   causal, Q K V and P in <recipe> (fp32, bf16, hifloat8,
 //       float8_e4m3fn, mxfp8_e4m3); GFLOP/s counts 4 d flops per visible (query, key) pair.
-//   fma_peak/threads:1   the fp32 FMA peak of one core (AVX-512 FMAs, 12 chains): the roof.
+//   fma_peak/threads:1   the fp32 FMA peak of one core (AVX-512 FMAs, or AVX2 FMAs without
+//       AVX-512; 12 chains): the roof.
 // The targets compare rows of the same run: bench/README.md#attention-attention.
 #include <benchmark/benchmark.h>
 
@@ -125,7 +126,8 @@ void prefill(benchmark::State& state, const cache_kind& c) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("avx512f,fma"))) void fma_peak(benchmark::State& state) {
+// The fp32 FMA roof of one core: 12 independent chains of the widest FMA the kernels use.
+__attribute__((target("avx512f,fma"))) void fma_peak512(benchmark::State& state) {
   constexpr long n = 1 << 20;
   const auto t0 = std::chrono::steady_clock::now();
   for (auto _ : state) {
@@ -143,6 +145,27 @@ __attribute__((target("avx512f,fma"))) void fma_peak(benchmark::State& state) {
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   state.counters["GFLOP/s"] = 2.0 * 16 * 12 * n * static_cast<double>(state.iterations()) / wall * 1e-9;
+}
+__attribute__((target("avx2,fma"))) void fma_peak256(benchmark::State& state) {
+  constexpr long n = 1 << 20;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (auto _ : state) {
+    __m256 acc[12];
+    for (auto& a : acc) a = _mm256_set1_ps(0.0f);
+    __m256 x = _mm256_set1_ps(1.0000001f), y = _mm256_set1_ps(0.9999999f);
+    for (long i = 0; i < n; ++i) {
+#pragma GCC unroll 12
+      for (auto& a : acc) a = _mm256_fmadd_ps(x, y, a);
+      __asm__ volatile("" : "+x"(x));
+    }
+    alignas(32) float t[8] = {};
+    for (auto& a : acc) {
+      _mm256_store_ps(t, _mm256_add_ps(a, _mm256_load_ps(t)));
+    }
+    benchmark::DoNotOptimize(t[0]);
+  }
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  state.counters["GFLOP/s"] = 2.0 * 8 * 12 * n * static_cast<double>(state.iterations()) / wall * 1e-9;
 }
 #endif
 
@@ -174,7 +197,9 @@ const int registered = [] {
         ->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond);
 #if defined(__x86_64__)
   if (simd::isa_available(simd::isa::avx512))
-    benchmark::RegisterBenchmark("fma_peak", fma_peak)->Arg(1)->ArgName("threads")->Unit(benchmark::kMillisecond);
+    benchmark::RegisterBenchmark("fma_peak", fma_peak512)->Arg(1)->ArgName("threads")->Unit(benchmark::kMillisecond);
+  else if (simd::isa_available(simd::isa::avx2))
+    benchmark::RegisterBenchmark("fma_peak", fma_peak256)->Arg(1)->ArgName("threads")->Unit(benchmark::kMillisecond);
 #endif
   return 0;
 }();

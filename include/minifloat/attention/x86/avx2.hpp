@@ -12,8 +12,9 @@
 // a time into scratch: P V for four rows needs sixteen accumulators over 32 columns, all the
 // registers AVX2 has.
 //
-// Summation orders: S is eight fp32 lanes of FMAs over d (lane l takes the elements l, l + 8,
-// ...), then the lanes summed as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)); P V and the
+// Summation orders: S is, per key and row, two 8-lane FMA sums over d (lane l of the first takes
+// the elements l, l + 16, ..., of the second l + 8, l + 24, ...), added lane by lane, then the
+// lanes summed as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)); P V and the
 // accumulator update are the scalar twin's order exactly (one FMA per key, key by key). The
 // exp and the P rounding are the AVX-512 ones, bit for bit (tested).
 #include "../../simd/avx2/codec.hpp"
@@ -253,52 +254,40 @@ MINIFLOAT_TARGET_AVX2 inline void decode_chunk(const kv_view& x, std::size_t c0,
 // --- the block ----------------------------------------------------------------------------------
 
 /// Raw dot products of R query rows (q: R x d32, zero past d) with the keys c0 .. c0 + n - 1 of
-/// K, read through codec C (fp32 rows at x.data for a decoded chunk); s[row][j] for j < n, two
-/// keys at a time (n2 = n rounded up to even; the odd key's partner is the zero row).
+/// K, read through codec C (fp32 rows at x.data for a decoded chunk); s[row][j] for j < n. Per
+/// key and row two accumulators (even and odd 8-element pieces of d) keep eight FMA chains in
+/// flight within sixteen registers.
 template <int R, row_codec C>
-MINIFLOAT_TARGET_AVX2 inline void dots_avx2(const kv_view& k, std::size_t c0, std::size_t n, const float* q, std::size_t d32,
-                                           const std::uint8_t* zero, float* s, line_prefetcher& pf) {
+MINIFLOAT_TARGET_AVX2 inline void dots_avx2(const kv_view& k, std::size_t c0, std::size_t n, const float* q, std::size_t d32, float* s,
+                                           line_prefetcher& pf) {
   const std::size_t d = k.cols;
   const typename codec_decoder<C>::type dec{};
-  for (std::size_t j0 = 0; j0 < n; j0 += 2) {
-    pf.step();
-    const std::uint8_t* row[2];
-    bool real[2];
-    for (std::size_t jj = 0; jj < 2; ++jj) {
-      real[jj] = j0 + jj < n;
-      row[jj] = real[jj] ? k.data + (c0 + j0 + jj) * k.row_bytes : zero;
-    }
-    __m256 acc[2 * R];
+  for (std::size_t j = 0; j < n; ++j) {
+    if (j % 2 == 0) pf.step();
+    const std::uint8_t* row = k.data + (c0 + j) * k.row_bytes;
+    __m256 acc[R][2];
     MINIFLOAT_ATTENTION_UNROLL
-    for (auto& x : acc) x = _mm256_setzero_ps();
+    for (auto& x : acc) x[0] = x[1] = _mm256_setzero_ps();
     for (std::size_t c = 0; c < d32; c += 32) {
-      MINIFLOAT_ATTENTION_UNROLL
-      for (int jj = 0; jj < 2; ++jj) {
-        __m256 kv[4];
-        load32<C>(row[jj], c, d, dec, kv);
-        if (k.mx != nullptr && real[jj]) {
-          const __m256 f = _mm256_set1_ps(mx_factor(k, c0 + j0 + static_cast<std::size_t>(jj), c));
-          MINIFLOAT_ATTENTION_UNROLL
-          for (auto& y : kv) y = _mm256_mul_ps(y, f);
-        }
+      __m256 kv[4];
+      load32<C>(row, c, d, dec, kv);
+      if (k.mx != nullptr) {
+        const __m256 f = _mm256_set1_ps(mx_factor(k, c0 + j, c));
         MINIFLOAT_ATTENTION_UNROLL
-        for (int rr = 0; rr < R; ++rr) {
-          const float* qr = q + static_cast<std::size_t>(rr) * d32 + c;
-          MINIFLOAT_ATTENTION_UNROLL
-          for (int v = 0; v < 4; ++v) acc[2 * rr + jj] = _mm256_fmadd_ps(kv[v], _mm256_loadu_ps(qr + 8 * v), acc[2 * rr + jj]);
-        }
+        for (auto& y : kv) y = _mm256_mul_ps(y, f);
       }
+      MINIFLOAT_ATTENTION_UNROLL
+      for (int v = 0; v < 4; ++v)
+        MINIFLOAT_ATTENTION_UNROLL
+        for (int rr = 0; rr < R; ++rr)
+          acc[rr][v % 2] = _mm256_fmadd_ps(kv[v], _mm256_loadu_ps(q + static_cast<std::size_t>(rr) * d32 + c + 8 * static_cast<std::size_t>(v)), acc[rr][v % 2]);
     }
-    // lanes summed pairwise (header comment): sums[2 rr + jj] is row rr's dot with key j0 + jj
-    __m256 a[8];
-    for (int i = 0; i < 8; ++i) a[i] = i < 2 * R ? acc[i] : _mm256_setzero_ps();
-    const __m256 h0 = _mm256_hadd_ps(a[0], a[1]), h1 = _mm256_hadd_ps(a[2], a[3]), h2 = _mm256_hadd_ps(a[4], a[5]),
-                 h3 = _mm256_hadd_ps(a[6], a[7]);
-    const __m256 g0 = _mm256_hadd_ps(h0, h1), g1 = _mm256_hadd_ps(h2, h3);
-    alignas(32) float sums[8];
-    _mm256_store_ps(sums, _mm256_add_ps(_mm256_permute2f128_ps(g0, g1, 0x20), _mm256_permute2f128_ps(g0, g1, 0x31)));
-    for (int rr = 0; rr < R; ++rr)
-      for (std::size_t jj = 0; jj < 2 && j0 + jj < n; ++jj) s[static_cast<std::size_t>(rr) * chunk_keys + j0 + jj] = sums[2 * static_cast<std::size_t>(rr) + jj];
+    __m256 r4[4];
+    for (int rr = 0; rr < 4; ++rr) r4[rr] = rr < R ? _mm256_add_ps(acc[rr][0], acc[rr][1]) : _mm256_setzero_ps();
+    const __m256 h = _mm256_hadd_ps(_mm256_hadd_ps(r4[0], r4[1]), _mm256_hadd_ps(r4[2], r4[3]));
+    alignas(16) float sums[4];
+    _mm_store_ps(sums, _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1)));
+    for (int rr = 0; rr < R; ++rr) s[static_cast<std::size_t>(rr) * chunk_keys + j] = sums[rr];
   }
 }
 
@@ -359,9 +348,6 @@ MINIFLOAT_TARGET_AVX2 inline void run_block_avx2_as(const block_args& a) {
   std::size_t kmax = 0;
   for (std::size_t r = 0; r < rows; ++r) kmax = std::max(kmax, a.limit[r]);
   for (std::size_t r = 0; r < rows; ++r) s.m[r] = -std::numeric_limits<float>::infinity(), s.l[r] = 0.0f;
-  s.zero.assign(d32, 0.0f);
-  const auto* zero = reinterpret_cast<const std::uint8_t*>(s.zero.data());  // NOLINT: zero bytes for any element kind
-
   kv_view kf;  // a decoded chunk of K as fp32 rows
   kf.kind = element_kind::f32, kf.cols = d, kf.row_bytes = d32 * 4;
   kf.data = reinterpret_cast<const std::uint8_t*>(s.kdec.data());  // NOLINT: read as bytes
@@ -369,14 +355,14 @@ MINIFLOAT_TARGET_AVX2 inline void run_block_avx2_as(const block_args& a) {
   for (std::size_t c0 = 0; c0 < kmax; c0 += chunk_keys) {
     const std::size_t n = std::min(chunk_keys, kmax - c0);
     pf.reset(a.k, a.v, c0 + chunk_keys, std::min(kmax, c0 + 2 * chunk_keys));
-    pf.pace(k_chunk ? 2 * n : (rows + 3) / 4 * ((n + 1) / 2) + n);
+    pf.pace((k_chunk ? n : (rows + 3) / 4 * ((n + 1) / 2)) + n);
     if (k_chunk) decode_chunk<KC>(a.k, c0, n, d32, s.kdec.data(), s.vfac, pf);
     for (std::size_t r0 = 0; r0 < rows; r0 += 4)
       with_rows4(rows - r0, [&]<int R>() {
         const float* q = s.srow.data() + r0 * d32;
         float* st = s.st.data() + r0 * chunk_keys;
-        if (k_chunk) dots_avx2<R, row_codec::f32>(kf, 0, n, q, d32, zero, st, pf);
-        else dots_avx2<R, KC>(a.k, c0, n, q, d32, zero, st, pf);
+        if (k_chunk) dots_avx2<R, row_codec::f32>(kf, 0, n, q, d32, st, pf);
+        else dots_avx2<R, KC>(a.k, c0, n, q, d32, st, pf);
       });
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t vis = a.limit[r] > c0 ? std::min(n, a.limit[r] - c0) : 0;
