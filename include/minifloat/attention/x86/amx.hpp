@@ -247,13 +247,7 @@ MINIFLOAT_TARGET_AMX inline void run_block_amx(const block_args& a) {
   }
   if (pending) update_acc(s.acc.data(), s.part.data(), s.alpha, rows, dvp, a.v_factor);
   _tile_release();
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* o = a.out + r * a.out_stride;
-    const float* acc = s.acc.data() + r * dvp;
-    const float l = s.l[r];
-    for (std::size_t c = 0; c < dv; ++c) o[c] = l > 0.0f ? acc[c] / l : 0.0f;
-    a.m[r] = s.m[r], a.l[r] = l;
-  }
+  finish_block(a, s, dvp);
 }
 
 MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_POP

@@ -318,17 +318,6 @@ MINIFLOAT_TARGET_AVX2 inline void pv_avx2(const float* vb, std::size_t width, st
   }
 }
 
-/// Calls f.template operator()<R>() for R = min(rows, 4).
-template <class F>
-inline void with_rows4(std::size_t rows, F&& f) {
-  switch (rows) {
-    case 1: f.template operator()<1>(); break;
-    case 2: f.template operator()<2>(); break;
-    case 3: f.template operator()<3>(); break;
-    default: f.template operator()<4>(); break;
-  }
-}
-
 template <row_codec KC, row_codec VC>
 MINIFLOAT_TARGET_AVX2 inline void run_block_avx2_as(const block_args& a) {
   scratch& s = scratch::local();
@@ -358,7 +347,7 @@ MINIFLOAT_TARGET_AVX2 inline void run_block_avx2_as(const block_args& a) {
     pf.pace((k_chunk ? n : (rows + 3) / 4 * ((n + 1) / 2)) + n);
     if (k_chunk) decode_chunk<KC>(a.k, c0, n, d32, s.kdec.data(), s.vfac, pf);
     for (std::size_t r0 = 0; r0 < rows; r0 += 4)
-      with_rows4(rows - r0, [&]<int R>() {
+      with_rows(rows - r0, [&]<int R>() {
         const float* q = s.srow.data() + r0 * d32;
         float* st = s.st.data() + r0 * chunk_keys;
         if (k_chunk) dots_avx2<R, row_codec::f32>(kf, 0, n, q, d32, st, pf);
@@ -379,17 +368,11 @@ MINIFLOAT_TARGET_AVX2 inline void run_block_avx2_as(const block_args& a) {
     }
     for (std::size_t r0 = 0; r0 < rows; r0 += 4)
       for (std::size_t g = 0; g < dv16; g += 16)
-        with_rows4(rows - r0, [&]<int R>() {
+        with_rows(rows - r0, [&]<int R>() {
           pv_avx2<R>(vb, vw, n, g, s.part.data() + r0 * chunk_keys, s.acc.data() + r0 * dv16, dv16, s.alpha + r0, a.v_factor);
         });
   }
-  for (std::size_t r = 0; r < rows; ++r) {
-    float* o = a.out + r * a.out_stride;
-    const float* acc = s.acc.data() + r * dv16;
-    const float l = s.l[r];
-    for (std::size_t c = 0; c < dv; ++c) o[c] = l > 0.0f ? acc[c] / l : 0.0f;
-    a.m[r] = s.m[r], a.l[r] = l;
-  }
+  finish_block(a, s, dv16);
 }
 
 /// Calls f.template operator()<C>() for the codec of x.

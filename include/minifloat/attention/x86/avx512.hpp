@@ -204,17 +204,6 @@ MINIFLOAT_TARGET_AVX512 inline void pv_decoded(const kv_view& v, std::size_t c0,
   fold_part<R, 4>(part, acc + g, acc_stride, alpha, v_factor);
 }
 
-/// Calls f.template operator()<R>() for R = min(rows, 4).
-template <class F>
-inline void with_rows(std::size_t rows, F&& f) {
-  switch (rows) {
-    case 1: f.template operator()<1>(); break;
-    case 2: f.template operator()<2>(); break;
-    case 3: f.template operator()<3>(); break;
-    default: f.template operator()<4>(); break;
-  }
-}
-
 MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a) {
   scratch& s = scratch::local();
   const std::size_t d = a.k.cols, dv = a.v.cols, rows = a.rows;

@@ -474,6 +474,29 @@ MINIFLOAT_TARGET_AVX512 inline void update_acc(float* acc, const float* part, co
 }
 
 
+/// Calls f.template operator()<R>() for R = min(rows, 4): the row counts of the FMA kernels' tiles.
+template <class F>
+inline void with_rows(std::size_t rows, F&& f) {
+  switch (rows) {
+    case 1: f.template operator()<1>(); break;
+    case 2: f.template operator()<2>(); break;
+    case 3: f.template operator()<3>(); break;
+    default: f.template operator()<4>(); break;
+  }
+}
+
+/// A block's outputs from its accumulator rows (natural order, `width` floats each): out = acc / l
+/// (0 where nothing was visible), and each row's m and l.
+inline void finish_block(const block_args& a, const scratch& s, std::size_t width) {
+  for (std::size_t r = 0; r < a.rows; ++r) {
+    float* o = a.out + r * a.out_stride;
+    const float* acc = s.acc.data() + r * width;
+    const float l = s.l[r];
+    for (std::size_t c = 0; c < a.v.cols; ++c) o[c] = l > 0.0f ? acc[c] / l : 0.0f;
+    a.m[r] = s.m[r], a.l[r] = l;
+  }
+}
+
 // --- the online softmax ----------------------------------------------------------------------------
 
 /// A block's softmax constants (kernel.hpp: S = s_factor * q.k, P^ = round_F(P~ / p_scale)).
