@@ -103,13 +103,15 @@ A="--q-scheme float8_e4m3fn/tensor --k-scheme float8_e4m3fn/tensor --v-scheme fl
 "$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/r.npy" $A --path reference
 "$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/f.npy" $A --path fast --threads 2
 "$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/s.npy" $A --path fast --isa scalar
+"$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/k2.npy" $A --path fast --kernel avx2
+"$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/ks.npy" $A --path fast --kernel scalar
 "$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/rp.npy" $A --p-format hifloat8
 "$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/fp.npy" $A --p-format hifloat8 --path fast
 "$PY" - "$T" <<'PY'
 import numpy as np, sys
 t = sys.argv[1]
 L = lambda n: np.load(f"{t}/{n}")
-for f in ("f.npy", "s.npy"):
+for f in ("f.npy", "s.npy", "k2.npy", "ks.npy"):
     assert np.allclose(L(f), L("r.npy"), rtol=1e-5, atol=1e-6), (f, np.abs(L(f) - L("r.npy")).max())
 assert np.abs(L("fp.npy") - L("rp.npy")).max() < 0.05 * np.abs(L("rp.npy")).max()
 PY
@@ -147,6 +149,8 @@ out=$("$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "missing OUT: rc=$rc"
 out=$("$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/x.npy" --path slow 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "bad --path: rc=$rc"
+out=$("$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/x.npy" --path fast --kernel tiles 2>&1); rc=$?
+[ $rc -eq 2 ] && echo "$out" | grep -q "expected automatic, amx, avx512, avx2 or scalar" || fail "bad --kernel: rc=$rc $out"
 set -e
 [ ! -e "$T/x.npy" ] || fail "a failed call wrote its output"
 echo "attention.sh: all checks passed"

@@ -17,7 +17,7 @@ namespace {
 
 constexpr auto attention_usage =
     "minifloat attention Q.npy K.npy V.npy OUT.npy [--q-scheme S] [--k-scheme S] [--v-scheme S] [--p-format F] "
-    "[--p-scale X] [--causal] [--softmax-scale X] [--path reference|fast] [--threads N] [--isa LEVEL] [--stats M_L.npy] "
+    "[--p-scale X] [--causal] [--softmax-scale X] [--path reference|fast] [--threads N] [--isa LEVEL] [--kernel K] [--stats M_L.npy] "
     "[--hadamard [--rotation-seed N]]";
 
 /// A float32 operand (H, T, C) or (B, H, T, C), as (B, H, T, C).
@@ -47,8 +47,8 @@ void write_result(const std::string& path, std::span<const std::size_t> shape, s
 }  // namespace
 
 int cmd_attention(const argv_t& argv) {
-  args a(argv, {"q-scheme", "k-scheme", "v-scheme", "p-format", "p-scale", "softmax-scale", "path", "threads", "isa", "stats",
-          "rotation-seed"},
+  args a(argv, {"q-scheme", "k-scheme", "v-scheme", "p-format", "p-scale", "softmax-scale", "path", "threads", "isa", "kernel",
+          "stats", "rotation-seed"},
          {"causal", "hadamard"});
   a.expect_positional(4, attention_usage);
   using namespace minifloat::attention;
@@ -78,6 +78,11 @@ int cmd_attention(const argv_t& argv) {
   if (auto x = a.get("threads")) opt.threads = parse_integer<unsigned>(*x, "--threads");
   if (auto x = a.get("isa"); x && !simd::parse_isa(*x, opt.isa))
     throw usage_error("unknown --isa '" + *x + "'; expected automatic, scalar, avx2, avx512 or neon");
+  if (auto x = a.get("kernel")) {
+    const auto k = parse_enum<block_kernel>(*x);
+    if (!k) throw usage_error("unknown --kernel '" + *x + "'; expected automatic, amx, avx512, avx2 or scalar");
+    opt.kernel = *k;
+  }
   const std::string path = a.get_or("path", "reference");
   if (path != "reference" && path != "fast") throw usage_error("--path must be reference or fast, got '" + path + "'");
 

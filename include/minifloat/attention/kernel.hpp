@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "../formats/format_list.hpp"
+#include "../formats/mx_scale.hpp"
 #include "../formats/packed.hpp"
 #include "../simd/isa.hpp"
 #include "recipe.hpp"
@@ -74,12 +75,6 @@ inline const std::array<float, 256>& code_values(format_id f) {
   return tables[static_cast<std::size_t>(f)];
 }
 
-/// 2^(e - 127) for an E8M0 code (NaN for 0xFF).
-inline float e8m0_value(std::uint8_t e) noexcept {
-  if (e == 0xFF) return std::numeric_limits<float>::quiet_NaN();
-  return std::ldexp(1.0f, static_cast<int>(e) - 127);
-}
-
 /// Whether E8M0 scales in [lo, hi] keep every non-zero value of the 8-bit format f a normal
 /// bfloat16 (E4M3 values span 2^-9 .. 2^8, E5M2 2^-16 .. 2^15).
 inline bool mx_bf16_exact(format_id f, std::uint8_t lo, std::uint8_t hi) noexcept {
@@ -103,7 +98,7 @@ inline float kv_view::value(std::size_t r, std::size_t c) const noexcept {
     }
     case element_kind::code8: x = detail::code_values(format)[row[c]]; break;
   }
-  return mx == nullptr ? x : x * detail::e8m0_value(mx_code(r, c));
+  return mx == nullptr ? x : x * mx_scale_value(mx_code(r, c));
 }
 
 /// One block of query rows against one K/V pair (see the header comment).

@@ -10,6 +10,7 @@
 // "none" for unchanged, "bf16" for bfloat16/tensor/scale-rule=none), and the format of P, the
 // probabilities entering P.V, with a static scale: P^ = p_scale * decode(encode_F(P~ / p_scale)).
 // The backward adds dO's scheme and dS's format with its own static scale (the gradient role).
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "../core/checked.hpp"
+#include "../core/enum_names.hpp"
 #include "../core/errors.hpp"
 #include "../formats/convert.hpp"
 #include "../formats/format_list.hpp"
@@ -86,6 +88,17 @@ enum class attention_path : std::uint8_t { reference, fast };
 /// scalar is the scalar twin, as isa scalar. The result differs between kernels only within the
 /// bound of docs/attention.md#error-bound.
 enum class block_kernel : std::uint8_t { automatic, amx, avx512, scalar, avx2 };
+
+}  // namespace minifloat::attention
+
+template <>
+struct minifloat::enum_names<minifloat::attention::block_kernel> {
+  using k = minifloat::attention::block_kernel;
+  static constexpr std::array table{name_of(k::automatic, "automatic"), name_of(k::amx, "amx"), name_of(k::avx512, "avx512"),
+                                    name_of(k::avx2, "avx2"), name_of(k::scalar, "scalar")};
+};
+
+namespace minifloat::attention {
 
 struct attention_options {
   mask_kind mask = mask_kind::none;

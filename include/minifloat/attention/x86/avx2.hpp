@@ -218,7 +218,7 @@ MINIFLOAT_INLINE_AVX2 void load32(const std::uint8_t* row, std::size_t c, std::s
 
 /// The scale of K row r's elements c .. c + 31 (MX along d), or of V's column c in row r's
 /// 32-row block (MX along T).
-inline float mx_factor(const kv_view& x, std::size_t r, std::size_t c) noexcept { return e8m0_value(x.mx_code(r, c)); }
+inline float mx_factor(const kv_view& x, std::size_t r, std::size_t c) noexcept { return mx_scale_value(x.mx_code(r, c)); }
 
 /// Rows c0 .. c0 + n - 1 of x as fp32 rows of `width` (a multiple of 32) floats at out, MX
 /// scales applied; fac is scratch for a row of column scales (MX along T).
