@@ -145,23 +145,29 @@ std::uint32_t bf16_word(float hi, float lo) {
 
 #if MINIFLOAT_SIMD_X86
 TEST_CASE("vdpbf16ps on this CPU is two fp32 fmas, high halves first, DAZ in and FTZ out", "[gemm][avx512]") {
-  if (!simd::isa_available(simd::isa::avx512)) return;  // nothing to hold to the model here
   using detail::gemm::dpbf16_lane_model;
   const auto same = [](float x, float y) {
     return std::bit_cast<std::uint32_t>(x) == std::bit_cast<std::uint32_t>(y) || (std::isnan(x) && std::isnan(y));
   };
+  // Without the instruction (no AVX-512 BF16 here) the cases below hold the model itself, which
+  // the scalar paths compute with, to the documented order; with it, the instruction and the model.
+  const bool hw = simd::isa_available(simd::isa::avx512);
+  const auto lane = [hw](float acc, std::uint32_t a, std::uint32_t b) {
+    return hw ? ::dpbf16_lane(acc, a, b) : dpbf16_lane_model(acc, a, b);
+  };
   // The cases that tell the orders and roundings apart.
   const float big = 0x1p24f;
-  CHECK(dpbf16_lane(big, bf16_word(1, 1), bf16_word(1, -1)) == big - 1);  // hi first: 2^24 + 1 ties to 2^24
-  CHECK(dpbf16_lane(big, bf16_word(1, 1), bf16_word(1, 1)) == big);       // two roundings, not one
-  CHECK(dpbf16_lane(big, bf16_word(2, 1), bf16_word(1, 1)) == big + 4);   // 2^24 + 2, then + 1 ties to even
+  CHECK(lane(big, bf16_word(1, 1), bf16_word(1, -1)) == big - 1);  // hi first: 2^24 + 1 ties to 2^24
+  CHECK(lane(big, bf16_word(1, 1), bf16_word(1, 1)) == big);       // two roundings, not one
+  CHECK(lane(big, bf16_word(2, 1), bf16_word(1, 1)) == big + 4);   // 2^24 + 2, then + 1 ties to even
   // FTZ after the first fma: 2^-126 - 2^-127 flushes to 0, then + 2^-126.
-  CHECK(dpbf16_lane(0x1p-126f, bf16_word(0x1p-63f, 0x1p-63f), bf16_word(-0x1p-64f, 0x1p-63f)) == 0x1p-126f);
-  CHECK(dpbf16_lane(0.0f, bf16_word(0x1p-65f, 0), bf16_word(0x1p-65f, 0)) == 0.0f);  // 2^-130 flushed
-  CHECK(dpbf16_lane(0.0f, bf16_word(0x1p-130f, 0), bf16_word(0x1p100f, 0)) == 0.0f);  // subnormal input: 0
+  CHECK(lane(0x1p-126f, bf16_word(0x1p-63f, 0x1p-63f), bf16_word(-0x1p-64f, 0x1p-63f)) == 0x1p-126f);
+  CHECK(lane(0.0f, bf16_word(0x1p-65f, 0), bf16_word(0x1p-65f, 0)) == 0.0f);  // 2^-130 flushed
+  CHECK(lane(0.0f, bf16_word(0x1p-130f, 0), bf16_word(0x1p100f, 0)) == 0.0f);  // subnormal input: 0
   // A subnormal product into a normal sum is exact (an fma, not a flushed product).
-  CHECK(dpbf16_lane(0x1p-103f, bf16_word((1 + 0x1p-7f) * 0x1p-64f, 0), bf16_word(0x1p-63f, 0)) ==
+  CHECK(lane(0x1p-103f, bf16_word((1 + 0x1p-7f) * 0x1p-64f, 0), bf16_word(0x1p-63f, 0)) ==
         0x1p-103f + 0x1p-126f);
+  if (!hw) return;
   // The model on random words (every bf16 pattern class: subnormals, NaN, Inf) and accumulators.
   std::mt19937 rng(42);
   std::uniform_int_distribution<std::uint32_t> word;
@@ -321,7 +327,26 @@ TEST_CASE("gemm_microkernel: every choice is accepted on every ISA and gives the
 
 TEST_CASE("AVX-512 VBMI decoders equal the format's decode for every code, every start and length", "[gemm][avx512]") {
 #if MINIFLOAT_SIMD_X86
-  if (!simd::isa_available(simd::isa::avx512)) return;
+  // The tables, on any x86 CPU: the lookup the decoder does (magnitude -> bfloat16 bytes, sign
+  // bit 7, HiF8's NaN at 0x80), done in scalar code, gives the format's decode for every code.
+  for (const format_id f : {format_id::hifloat8, format_id::float8_e4m3fn, format_id::float8_e5m2,
+                            format_id::float6_e3m2fn, format_id::float6_e2m3fn}) {
+    INFO(to_string(f));
+    const detail::gemm::vbmi_lut* l = detail::gemm::vbmi_lut_of(f);
+    REQUIRE(l != nullptr);
+    CHECK(l->ok);
+    const auto& t = detail::gemm::decode_table_of(f);
+    std::size_t bad = 0;
+    for (unsigned c = 0; c < 256; ++c) {
+      std::uint32_t hi = l->hi[c & 0x7FU], lo = l->lo[c & 0x7FU];
+      if (l->sign7) hi |= c & 0x80U;
+      if (l->nan80 && c == 0x80U) hi = 0x7F, lo = 0xC0;
+      const float got = std::bit_cast<float>(((hi << 8) | lo) << 16), want = t[c];
+      bad += (std::bit_cast<std::uint32_t>(got) == std::bit_cast<std::uint32_t>(want) || (std::isnan(got) && std::isnan(want))) ? 0U : 1U;
+    }
+    CHECK(bad == 0);
+  }
+  if (!simd::isa_available(simd::isa::avx512)) return;  // the instructions themselves need AVX-512 VBMI
   for (const format_id f : {format_id::hifloat8, format_id::float8_e4m3fn, format_id::float8_e5m2,
                             format_id::float6_e3m2fn, format_id::float6_e2m3fn}) {
     INFO(to_string(f));
