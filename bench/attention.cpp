@@ -14,6 +14,10 @@
 //       kernel: 1 AMX, 2 AVX-512, 3 AVX2, 0 scalar twin (block_kernels.hpp's choice for a decode block).
 //   decode/<cache>/T:<T>/kernel:avx2/threads:1   the same step on the AVX2 kernel (x86/avx2.hpp),
 //       registered where the CPU has AVX-512 (without it, the rows above run the AVX2 kernel).
+//   decode/<cache>/T:<T>/kernel:avx512/threads:1 and .../kernel:avx512_bf16/threads:1   the
+//       AVX-512 kernel on fp32 FMAs and on bfloat16 pairs (vdpbf16ps; the same bits), for the
+//       caches the pairs form reads (bf16, hifloat8, float8_e4m3fn), where the CPU has AVX-512.
+//       Counter kernel 4: the automatic choice is the pairs form (simd/avx512/dot_rate.hpp).
 //   prefill/<recipe>/T:2048/threads:<n>   causal, Q K V and P in <recipe> (fp32, bf16, hifloat8,
 //       float8_e4m3fn, mxfp8_e4m3); GFLOP/s counts 4 d flops per visible (query, key) pair.
 //   fma_peak/threads:1   the fp32 FMA peak of one core (AVX-512 FMAs, or AVX2 FMAs without
@@ -84,6 +88,13 @@ std::unique_ptr<kv_cache> build_cache(const cache_kind& c, std::size_t t) {
   return cache;
 }
 
+/// Whether the cache and its own recipe (q and P in its format family) fit the bfloat16-pairs
+/// kernel (x86/avx512.hpp, pairs_apply): 8-bit codes without MX scales, or bfloat16.
+bool pairs_fit(const cache_kind& c) {
+  const std::string n = c.name;
+  return n == "bf16" || n == "hifloat8" || n == "float8_e4m3fn";
+}
+
 void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp32_q, block_kernel kernel) {
   const auto cache = build_cache(c, t);
   decode_recipe r;
@@ -101,8 +112,12 @@ void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp
   const auto iters = static_cast<double>(state.iterations());
   state.counters["GB/s"] = static_cast<double>(cache->bytes()) * iters / wall * 1e-9;
   state.counters["Mtok/s"] = static_cast<double>(t * hkv) * iters / wall * 1e-6;
-  const auto k = minifloat::attention::detail::kernel_for(hq / hkv, true, simd::isa::automatic, kernel);
-  state.counters["kernel"] = k == block_kernel::amx ? 1 : k == block_kernel::avx512 ? 2 : k == block_kernel::avx2 ? 3 : 0;
+  const auto k = minifloat::attention::detail::kernel_for(hq / hkv, true, pairs_fit(c) && !fp32_q, simd::isa::automatic, kernel);
+  state.counters["kernel"] = k == block_kernel::amx                ? 1
+                             : k == block_kernel::avx512         ? 2
+                             : k == block_kernel::avx2           ? 3
+                             : k == block_kernel::avx512_bf16    ? 4
+                                                                 : 0;
 }
 
 void prefill(benchmark::State& state, const cache_kind& c) {
@@ -191,6 +206,16 @@ const int registered = [] {
         benchmark::RegisterBenchmark((std::string("decode/") + c.name + "/T:" + std::to_string(t) + "/kernel:avx2").c_str(),
                                      [&c, t](benchmark::State& st) { decode(st, c, t, false, block_kernel::avx2); })
             ->Arg(1)->ArgName("threads")->Unit(benchmark::kMicrosecond);
+  if (minifloat::attention::detail::use_avx512(simd::isa::automatic))
+    for (const std::size_t t : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}})
+      for (const auto& c : caches) {
+        if (!pairs_fit(c)) continue;
+        for (const auto kernel : {block_kernel::avx512, block_kernel::avx512_bf16})
+          benchmark::RegisterBenchmark((std::string("decode/") + c.name + "/T:" + std::to_string(t) + "/kernel:" +
+                                        std::string(minifloat::to_string(kernel))).c_str(),
+                                       [&c, t, kernel](benchmark::State& st) { decode(st, c, t, false, kernel); })
+              ->Arg(1)->ArgName("threads")->Unit(benchmark::kMicrosecond);
+      }
   for (const auto& c : caches)
     benchmark::RegisterBenchmark((std::string("prefill/") + c.name + "/T:2048").c_str(),
                                  [&c](benchmark::State& st) { prefill(st, c); })

@@ -107,6 +107,10 @@ A="--q-scheme float8_e4m3fn/tensor --k-scheme float8_e4m3fn/tensor --v-scheme fl
 "$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/ks.npy" $A --path fast --kernel scalar
 "$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/rp.npy" $A --p-format hifloat8
 "$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/fp.npy" $A --p-format hifloat8 --path fast
+# the AVX-512 kernel's two forms (fp32 FMAs, bfloat16 pairs) give the same bits
+"$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/fa.npy" $A --p-format hifloat8 --path fast --kernel avx512
+"$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/fb.npy" $A --p-format hifloat8 --path fast --kernel avx512_bf16
+cmp "$T/fa.npy" "$T/fb.npy" || fail "--kernel avx512_bf16 differs from --kernel avx512"
 "$PY" - "$T" <<'PY'
 import numpy as np, sys
 t = sys.argv[1]
@@ -150,7 +154,7 @@ out=$("$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" 2>&1); rc=$?
 out=$("$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/x.npy" --path slow 2>&1); rc=$?
 [ $rc -eq 2 ] || fail "bad --path: rc=$rc"
 out=$("$MF" attention "$T/q.npy" "$T/k.npy" "$T/v.npy" "$T/x.npy" --path fast --kernel tiles 2>&1); rc=$?
-[ $rc -eq 2 ] && echo "$out" | grep -q "expected automatic, amx, avx512, avx2 or scalar" || fail "bad --kernel: rc=$rc $out"
+[ $rc -eq 2 ] && echo "$out" | grep -q "expected automatic, amx, avx512, avx512_bf16, avx2 or scalar" || fail "bad --kernel: rc=$rc $out"
 set -e
 [ ! -e "$T/x.npy" ] || fail "a failed call wrote its output"
 echo "attention.sh: all checks passed"

@@ -80,7 +80,7 @@ int cmd_attention(const argv_t& argv) {
     throw usage_error("unknown --isa '" + *x + "'; expected automatic, scalar, avx2, avx512 or neon");
   if (auto x = a.get("kernel")) {
     const auto k = parse_enum<block_kernel>(*x);
-    if (!k) throw usage_error("unknown --kernel '" + *x + "'; expected automatic, amx, avx512, avx2 or scalar");
+    if (!k) throw usage_error("unknown --kernel '" + *x + "'; expected " + enum_list<block_kernel>());
     opt.kernel = *k;
   }
   const std::string path = a.get_or("path", "reference");

@@ -87,7 +87,7 @@ commands:
       [--softmax-scale X]         default 1/sqrt(d)
       [--path reference|fast]     double-precision reference (default) or the tiled kernel
       [--threads N] [--isa L]     fast path only
-      [--kernel K]                fast path's block kernel: automatic, amx, avx512, avx2, scalar
+      [--kernel K]                fast path's block kernel: automatic, amx, avx512, avx512_bf16, avx2, scalar
                                   (one the CPU lacks falls back to the best it has)
       [--stats M_L.npy]           also write (..., Tq, 2): row max m and row sum l
       [--hadamard] [--rotation-seed N]  rotate Q and K along d by a random orthogonal Hadamard

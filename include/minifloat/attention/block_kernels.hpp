@@ -4,7 +4,10 @@
 // avx512_kernel_max_rows query rows where the CPU has AMX-BF16, the AVX-512 FMA kernel (x86/avx512.hpp)
 // otherwise; the AVX2 kernel (x86/avx2.hpp) on x86 without AVX-512, at isa avx2, or for MX
 // scales that take a value out of bfloat16's normal range (the AVX-512 kernels read bfloat16);
-// the scalar twin at isa scalar and elsewhere.
+// the scalar twin at isa scalar and elsewhere. A decode block whose operands are bfloat16 pairs
+// exactly (x86/avx512.hpp, pairs_apply) takes the AVX-512 kernel's vdpbf16ps form, the same
+// bits, on cores where pairs beat fp32 FMAs (simd/avx512/dot_rate.hpp).
+#include "../simd/avx512/dot_rate.hpp"
 #include "x86/amx.hpp"
 #include "x86/avx2.hpp"
 #include "x86/avx512.hpp"
@@ -36,25 +39,30 @@ inline constexpr std::size_t avx512_kernel_max_rows = 8;
   return MINIFLOAT_ATTENTION_X86 && r != simd::isa::automatic && simd::detail::allows(r, simd::isa::avx2);
 }
 
-/// The kernel a block of `rows` rows takes (bf16_exact: both operands pass bf16_reads_exactly).
-[[nodiscard]] inline block_kernel kernel_for(std::size_t rows, bool bf16_exact, simd::isa level, block_kernel want) noexcept {
+/// The kernel a block of `rows` rows takes (bf16_exact: both operands pass bf16_reads_exactly;
+/// pairs: x86::pairs_apply holds).
+[[nodiscard]] inline block_kernel kernel_for(std::size_t rows, bool bf16_exact, bool pairs, simd::isa level, block_kernel want) noexcept {
   if (want == block_kernel::scalar) return block_kernel::scalar;
   const bool avx2 = use_avx2(level);
   if (want == block_kernel::avx2 || !use_avx512(level) || !bf16_exact) return avx2 ? block_kernel::avx2 : block_kernel::scalar;
   const bool amx = use_amx(level);
   if (want == block_kernel::amx) return amx ? block_kernel::amx : block_kernel::avx512;
+  if (want == block_kernel::avx512_bf16) return pairs ? block_kernel::avx512_bf16 : block_kernel::avx512;
   if (want == block_kernel::avx512) return block_kernel::avx512;
-  return amx && rows > avx512_kernel_max_rows ? block_kernel::amx : block_kernel::avx512;
+  if (amx && rows > avx512_kernel_max_rows) return block_kernel::amx;
+  return pairs && rows <= avx512_kernel_max_rows && simd::avx512::bf16_pairs_beat_fma() ? block_kernel::avx512_bf16 : block_kernel::avx512;
 }
 
 [[nodiscard]] inline block_kernel kernel_for(const block_args& a, simd::isa level, block_kernel want) noexcept {
-  return kernel_for(a.rows, bf16_reads_exactly(a.k) && bf16_reads_exactly(a.v), level, want);
+  const bool exact = bf16_reads_exactly(a.k) && bf16_reads_exactly(a.v);
+  return kernel_for(a.rows, exact, exact && x86::pairs_apply(a), level, want);
 }
 
 inline void run_block(const block_args& a, simd::isa level, block_kernel want) {
   switch (kernel_for(a, level, want)) {
     case block_kernel::amx: x86::run_block_amx(a); break;
     case block_kernel::avx512: x86::run_block_avx512(a); break;
+    case block_kernel::avx512_bf16: x86::run_block_avx512(a, true); break;
     case block_kernel::avx2: x86::run_block_avx2(a); break;
     default: run_block_scalar(a); break;
   }

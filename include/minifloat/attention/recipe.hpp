@@ -86,8 +86,10 @@ enum class attention_path : std::uint8_t { reference, fast };
 /// (decode); on x86 without AVX-512, AVX2 FMAs. amx (avx512 where AMX is missing), avx512 and
 /// avx2 force one where the CPU has it (the best it has otherwise), for tests and benchmarks;
 /// scalar is the scalar twin, as isa scalar. The result differs between kernels only within the
-/// bound of docs/attention.md#error-bound.
-enum class block_kernel : std::uint8_t { automatic, amx, avx512, scalar, avx2 };
+/// bound of docs/attention.md#error-bound. avx512_bf16 is the AVX-512 kernel on bfloat16 pairs
+/// (vdpbf16ps), the same bits as avx512 where it applies (docs/attention.md#bfloat16-pairs-kernel);
+/// automatic takes it for decode blocks on cores where pairs are faster than fp32 FMAs.
+enum class block_kernel : std::uint8_t { automatic, amx, avx512, scalar, avx2, avx512_bf16 };
 
 }  // namespace minifloat::attention
 
@@ -95,7 +97,7 @@ template <>
 struct minifloat::enum_names<minifloat::attention::block_kernel> {
   using k = minifloat::attention::block_kernel;
   static constexpr std::array table{name_of(k::automatic, "automatic"), name_of(k::amx, "amx"), name_of(k::avx512, "avx512"),
-                                    name_of(k::avx2, "avx2"), name_of(k::scalar, "scalar")};
+                                    name_of(k::avx512_bf16, "avx512_bf16"), name_of(k::avx2, "avx2"), name_of(k::scalar, "scalar")};
 };
 
 namespace minifloat::attention {

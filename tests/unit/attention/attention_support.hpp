@@ -46,11 +46,13 @@ inline attention_recipe make_recipe(const recipe_case& c) {
 }
 
 /// Every recipe the fast path supports, and some it leaves to the reference.
-/// Every block kernel: AMX, the AVX-512 kernel, the AVX2 kernel (each the best the CPU has where it
-/// lacks that one), the scalar twin.
+/// Every block kernel: AMX, the AVX-512 kernel on fp32 FMAs and on bfloat16 pairs (the FMA form
+/// where pairs do not apply), the AVX2 kernel (each the best the CPU has where it lacks that one),
+/// the scalar twin.
 inline std::vector<std::pair<simd::isa, block_kernel>> kernels() {
   return {{simd::isa::automatic, block_kernel::amx},
           {simd::isa::automatic, block_kernel::avx512},
+          {simd::isa::automatic, block_kernel::avx512_bf16},
           {simd::isa::automatic, block_kernel::avx2},
           {simd::isa::scalar, block_kernel::automatic}};
 }

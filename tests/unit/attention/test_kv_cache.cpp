@@ -185,3 +185,78 @@ TEST_CASE("kv cache: empty cache, bad calls", "[attention]") {
   for (std::size_t i = 0; i < f.out.size(); ++i) CHECK((std::isnan(f.out[i]) ? std::isnan(ref.out[i]) : f.out[i] == ref.out[i]));
   CHECK(std::isnan(f.out[0]));
 }
+
+TEST_CASE("kv cache: the bfloat16-pairs kernel gives the AVX-512 FMA kernel's bits", "[attention]") {
+  // The two forms of x86/avx512.hpp (docs/attention.md#bfloat16-pairs-kernel): same sums in the
+  // same order, so the same bits, for every cache they both read. Where the CPU lacks AVX-512
+  // both requests fall back to the same kernel and the comparison still runs.
+  std::size_t cases = 0;
+  for (const auto& [ks, ps] : {std::pair{"hifloat8/tensor", "hifloat8"}, std::pair{"float8_e4m3fn/tensor", "float8_e4m3fn"},
+                               std::pair{"float8_e5m2/tensor", "float8_e5m2"}, std::pair{"bf16", "bf16"}})
+    for (const std::size_t d : {std::size_t{128}, std::size_t{72}, std::size_t{40}})
+      for (const std::size_t t : {std::size_t{1}, std::size_t{63}, std::size_t{65}, std::size_t{200}})
+        for (const std::size_t n : {std::size_t{1}, std::size_t{2}}) {
+          if (n > t) continue;
+          INFO(ks << " d " << d << " T " << t << " n " << n);
+          kv_cache c(config(ks, ks, 2, d, d));
+          c.append(gaussian(2 * t * d, 21 + t), gaussian(2 * t * d, 22 + d), t);
+          decode_recipe r;
+          r.q = parse_operand_scheme(ks, "q"), r.p.format = parse_static_format(ps, "P");
+          attention_options o;
+          o.mask = mask_kind::causal;
+          const auto q = gaussian(8 * n * d, 23);
+          o.kernel = block_kernel::avx512;
+          const auto fma = decode_step(c, q, 8, n, r, o);
+          o.kernel = block_kernel::avx512_bf16;
+          const auto pairs = decode_step(c, q, 8, n, r, o);
+          REQUIRE(fma.out.size() == pairs.out.size());
+          for (std::size_t i = 0; i < fma.out.size(); ++i) REQUIRE(std::bit_cast<std::uint32_t>(fma.out[i]) == std::bit_cast<std::uint32_t>(pairs.out[i]));
+          ++cases;
+        }
+  CHECK(cases == 84);
+}
+
+TEST_CASE("kv cache: which decode blocks the bfloat16-pairs kernel takes", "[attention]") {
+  using minifloat::attention::detail::kernel_for;
+  const bool avx512 = minifloat::attention::detail::use_avx512(simd::isa::automatic);
+  const block_kernel fallback = avx512 ? block_kernel::avx512 : kernel_for(4, true, false, simd::isa::automatic, block_kernel::avx512);
+  // forced: only where pairs apply
+  CHECK(kernel_for(4, true, true, simd::isa::automatic, block_kernel::avx512_bf16) == (avx512 ? block_kernel::avx512_bf16 : fallback));
+  CHECK(kernel_for(4, true, false, simd::isa::automatic, block_kernel::avx512_bf16) == fallback);
+  // automatic: where the core runs pairs faster than fp32 FMAs (measured once per process)
+  const bool fast = simd::avx512::bf16_pairs_beat_fma();
+  CHECK(fast == simd::avx512::bf16_pairs_beat_fma());
+  if (!avx512) CHECK_FALSE(fast);
+  CHECK(kernel_for(4, true, true, simd::isa::automatic, block_kernel::automatic) == (fast ? block_kernel::avx512_bf16 : fallback));
+  CHECK(kernel_for(4, true, false, simd::isa::automatic, block_kernel::automatic) == fallback);
+  CHECK(kernel_for(4, true, true, simd::isa::avx2, block_kernel::avx512_bf16) != block_kernel::avx512_bf16);
+  CHECK(minifloat::to_string(block_kernel::avx512_bf16) == "avx512_bf16");
+  CHECK(minifloat::parse_enum<block_kernel>("avx512_bf16") == block_kernel::avx512_bf16);
+#if MINIFLOAT_SIMD_X86
+  // pairs_apply: q must be bfloat16 and normal, P a bfloat16-exact format, K and V 8-bit codes
+  // without MX scales or bfloat16
+  std::vector<std::uint8_t> codes(64 * 32, 0x11);
+  std::vector<float> q(4 * 32, 0.5f), out(4 * 32), m(4), l(4);
+  std::vector<std::size_t> limit(4, 64);
+  block_args a;
+  a.k = {element_kind::code8, format_id::hifloat8, codes.data(), 32, 64, 32};
+  a.v = a.k;
+  a.rows = 4, a.q = q.data(), a.q_stride = 32, a.limit = limit.data(), a.out = out.data(), a.out_stride = 32, a.m = m.data(), a.l = l.data();
+  a.p.format = format_id::hifloat8;
+  CHECK(minifloat::attention::detail::x86::pairs_apply(a) == MINIFLOAT_ATTENTION_X86);
+  q[5] = 0.1f;  // not a bfloat16
+  CHECK_FALSE(minifloat::attention::detail::x86::pairs_apply(a));
+  q[5] = 0x1p-130f;  // a bfloat16, but subnormal
+  CHECK_FALSE(minifloat::attention::detail::x86::pairs_apply(a));
+  q[5] = 0.5f;
+  a.p.format.reset();  // fp32 P
+  CHECK_FALSE(minifloat::attention::detail::x86::pairs_apply(a));
+  a.p.format = format_id::float16;
+  CHECK_FALSE(minifloat::attention::detail::x86::pairs_apply(a));
+  a.p.format = format_id::bfloat16;
+  CHECK(minifloat::attention::detail::x86::pairs_apply(a) == MINIFLOAT_ATTENTION_X86);
+  std::vector<std::uint8_t> scales(64, 127);
+  a.v.mx = scales.data(), a.v.mx_stride = 32, a.v.mx_axis = 0;
+  CHECK_FALSE(minifloat::attention::detail::x86::pairs_apply(a));
+#endif
+}

@@ -5,9 +5,11 @@
 //
 // Why not AMX here: a decode block has 4 rows where a tile has 16, and each chunk hands data
 // between AVX-512 and the tiles four times (decoded K and V, S, P), each hand-off waiting for the
-// other unit: a third of the tile kernel's decode time. Why fp32 FMAs and not vdpbf16ps: on the
-// cores measured (Sapphire Rapids and later) one vdpbf16ps costs four FMAs' issue slots and does
-// the work of two (docs/attention.md#decode-kernel). So stored rows are decoded in registers
+// other unit: a third of the tile kernel's decode time. fp32 FMAs or vdpbf16ps: on Sapphire
+// Rapids one vdpbf16ps costs four FMAs' issue slots and does the work of two, on Zen 4 one, so
+// the kernel has both forms with the same bits (docs/attention.md#bfloat16-pairs-kernel):
+// dots_decoded<..., Pairs> and pv_pairs multiply bfloat16 words where pairs_apply holds, and
+// block_kernels.hpp takes them where simd/avx512/dot_rate.hpp measures pairs faster. Stored rows are decoded in registers
 // (8-bit codes through the bfloat16 byte tables, bfloat16 by a shift) to fp32, 64 elements at a
 // time, in the lane order the decoder leaves them (lane_element); Q is laid out in that order
 // once per block, and P V accumulates in it, un-permuted when the block ends.
@@ -83,20 +85,14 @@ MINIFLOAT_INLINE_AVX512 void column_scale_delta(const std::uint8_t* sc, std::siz
   d1 = _mm512_slli_epi16(_mm512_sub_epi16(_mm512_unpackhi_epi8(s, z), bias), 7);
 }
 
-/// Elements c .. c + 63 of a stored row (zero past cols) as fp32, in lane_element order; with
-/// `scaled` (8-bit codes only), d0 and d1 are the MX exponent deltas of the two word vectors.
+/// Elements c .. c + 63 of a stored row of 8-bit codes or bfloat16 (zero past cols) as bfloat16
+/// words, 32 per vector in the decoder's word order (lane_element: word k of w_h is the element
+/// at position 16 (2h + k % 2) + k / 2); with `scaled` (8-bit codes only), d0 and d1 are the MX
+/// exponent deltas of the two word vectors.
 template <element_kind K>
-MINIFLOAT_INLINE_AVX512 void load64(const std::uint8_t* row, std::size_t c, std::size_t cols, const code_tables& t, bool scaled, __m512i d0,
-                                    __m512i d1, __m512 out[4]) {
+MINIFLOAT_INLINE_AVX512 void load_words(const std::uint8_t* row, std::size_t c, std::size_t cols, const code_tables& t, bool scaled,
+                                        __m512i d0, __m512i d1, __m512i& w0, __m512i& w1) {
   const std::size_t left = cols - c;
-  if constexpr (K == element_kind::f32) {
-    for (std::size_t b = 0; b < 4; ++b) {
-      const std::size_t in = left > 16 * b ? std::min<std::size_t>(16, left - 16 * b) : 0;
-      out[b] = in == 16 ? _mm512_loadu_ps(row + 4 * (c + 16 * b)) : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1U << in) - 1), row + 4 * (c + 16 * b));
-    }
-    return;
-  }
-  __m512i w0, w1;
   if constexpr (K == element_kind::code8) {
     const __m512i codes =
         left >= 64 ? _mm512_loadu_si512(row + c) : _mm512_maskz_loadu_epi8((__mmask64{1} << left) - 1, row + c);
@@ -111,22 +107,47 @@ MINIFLOAT_INLINE_AVX512 void load64(const std::uint8_t* row, std::size_t c, std:
     w0 = _mm512_maskz_loadu_epi16(m0, row + 2 * c);
     w1 = _mm512_maskz_loadu_epi16(m1, row + 2 * c + 64);
   }
-  const __m512i odd = _mm512_set1_epi32(static_cast<int>(0xFFFF0000U));
-  out[0] = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16));
-  out[1] = _mm512_castsi512_ps(_mm512_and_si512(w0, odd));
-  out[2] = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16));
-  out[3] = _mm512_castsi512_ps(_mm512_and_si512(w1, odd));
+}
+
+/// Elements c .. c + 63 of a stored row (zero past cols) as fp32, in lane_element order; with
+/// `scaled` (8-bit codes only), d0 and d1 are the MX exponent deltas of the two word vectors.
+template <element_kind K>
+MINIFLOAT_INLINE_AVX512 void load64(const std::uint8_t* row, std::size_t c, std::size_t cols, const code_tables& t, bool scaled, __m512i d0,
+                                    __m512i d1, __m512 out[4]) {
+  if constexpr (K == element_kind::f32) {
+    const std::size_t left = cols - c;
+    for (std::size_t b = 0; b < 4; ++b) {
+      const std::size_t in = left > 16 * b ? std::min<std::size_t>(16, left - 16 * b) : 0;
+      out[b] = in == 16 ? _mm512_loadu_ps(row + 4 * (c + 16 * b)) : _mm512_maskz_loadu_ps(static_cast<__mmask16>((1U << in) - 1), row + 4 * (c + 16 * b));
+    }
+    return;
+  } else {
+    __m512i w0, w1;
+    load_words<K>(row, c, cols, t, scaled, d0, d1, w0, w1);
+    const __m512i odd = _mm512_set1_epi32(static_cast<int>(0xFFFF0000U));
+    out[0] = _mm512_castsi512_ps(_mm512_slli_epi32(w0, 16));
+    out[1] = _mm512_castsi512_ps(_mm512_and_si512(w0, odd));
+    out[2] = _mm512_castsi512_ps(_mm512_slli_epi32(w1, 16));
+    out[3] = _mm512_castsi512_ps(_mm512_and_si512(w1, odd));
+  }
 }
 
 /// Raw dot products of R query rows with the keys c0 .. c0 + n - 1 of K (any element kind):
 /// q[row][d64] in lane_element order, s[row][j] for j < n4 (zero past n; `zero` is a row of
-/// zero bytes as long as a stored row).
-template <int R, element_kind K>
+/// zero bytes as long as a stored row). Per lane the FMAs run over a bfloat16 pair's high word
+/// first (vectors 1, 0, 3, 2), the order in which vdpbf16ps takes a pair, so that with Pairs
+/// (8-bit codes or bfloat16 only; qw[row][d64 / 2] the pair words of q, pair_words) one
+/// vdpbf16ps per 32 elements gives the same sums (docs/attention.md#bfloat16-pairs-kernel).
+template <int R, element_kind K, bool Pairs = false>
 MINIFLOAT_TARGET_AVX512 inline void dots_decoded(const kv_view& k, std::size_t c0, std::size_t n, std::size_t n4, const float* q,
-                                               std::size_t d64, const std::uint8_t* zero, float* s, line_prefetcher& pf) {
+                                               const std::uint32_t* qw, std::size_t d64, const std::uint8_t* zero, float* s,
+                                               line_prefetcher& pf) {
+  static_assert(!Pairs || K != element_kind::f32);
   const std::size_t d = k.cols;
   const code_tables t = K == element_kind::code8 ? load_tables(k) : code_tables{};
   const __m512i none = _mm512_setzero_si512();
+  constexpr int order[4] = {K == element_kind::f32 ? 0 : 1, K == element_kind::f32 ? 1 : 0, K == element_kind::f32 ? 2 : 3,
+                            K == element_kind::f32 ? 3 : 2};
   for (std::size_t j0 = 0; j0 < n4; j0 += 4) {
     pf.step();
     const std::uint8_t* row[4];
@@ -143,13 +164,25 @@ MINIFLOAT_TARGET_AVX512 inline void dots_decoded(const kv_view& k, std::size_t c
       MINIFLOAT_ATTENTION_UNROLL
       for (int jj = 0; jj < 4; ++jj) {
         const __m512i dl = scaled[jj] ? row_scale_delta(k.mx + (c0 + j0 + static_cast<std::size_t>(jj)) * k.mx_stride, c, d) : none;
-        __m512 kv[4];
-        load64<K>(row[jj], c, d, t, scaled[jj], dl, dl, kv);
-        MINIFLOAT_ATTENTION_UNROLL
-        for (int rr = 0; rr < R; ++rr) {
-          const float* qr = q + static_cast<std::size_t>(rr) * d64 + c;
+        if constexpr (Pairs) {
+          __m512i w0, w1;
+          load_words<K>(row[jj], c, d, t, scaled[jj], dl, dl, w0, w1);
           MINIFLOAT_ATTENTION_UNROLL
-          for (int v = 0; v < 4; ++v) acc[dot_slot[4 * rr + jj]] = _mm512_fmadd_ps(kv[v], _mm512_loadu_ps(qr + 16 * v), acc[dot_slot[4 * rr + jj]]);
+          for (int rr = 0; rr < R; ++rr) {
+            const std::uint32_t* qr = qw + (static_cast<std::size_t>(rr) * d64 + c) / 2;
+            __m512& x = acc[dot_slot[4 * rr + jj]];
+            x = _mm512_dpbf16_ps(x, reinterpret_cast<__m512bh>(w0), reinterpret_cast<__m512bh>(_mm512_loadu_si512(qr)));
+            x = _mm512_dpbf16_ps(x, reinterpret_cast<__m512bh>(w1), reinterpret_cast<__m512bh>(_mm512_loadu_si512(qr + 16)));
+          }
+        } else {
+          __m512 kv[4];
+          load64<K>(row[jj], c, d, t, scaled[jj], dl, dl, kv);
+          MINIFLOAT_ATTENTION_UNROLL
+          for (int rr = 0; rr < R; ++rr) {
+            const float* qr = q + static_cast<std::size_t>(rr) * d64 + c;
+            MINIFLOAT_ATTENTION_UNROLL
+            for (int v : order) acc[dot_slot[4 * rr + jj]] = _mm512_fmadd_ps(kv[v], _mm512_loadu_ps(qr + 16 * v), acc[dot_slot[4 * rr + jj]]);
+          }
         }
       }
     }
@@ -204,7 +237,91 @@ MINIFLOAT_TARGET_AVX512 inline void pv_decoded(const kv_view& v, std::size_t c0,
   fold_part<R, 4>(part, acc + g, acc_stride, alpha, v_factor);
 }
 
-MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a) {
+/// P V for R rows over the columns g .. g + 63 of V (8-bit codes without MX scales, or
+/// bfloat16; acc in natural order) by bfloat16 pairs of keys: one vdpbf16ps per 16 columns and
+/// pair (j, j + 1), key j in the high words, so each lane does the FMAs of key j then key j + 1:
+/// pv_decoded's order. pw[row][chunk_keys / 2] are P^'s pair words (pair_words).
+template <int R, element_kind K>
+MINIFLOAT_TARGET_AVX512 inline void pv_pairs(const kv_view& v, std::size_t c0, std::size_t n, std::size_t g, const std::uint32_t* pw,
+                                           float* acc, std::size_t acc_stride, const float* alpha, float v_factor, line_prefetcher& pf) {
+  static_assert(K != element_kind::f32);
+  const std::size_t dv = v.cols;
+  const code_tables t = K == element_kind::code8 ? load_tables(v) : code_tables{};
+  const __m512i perm = _mm512_load_si512(perms().pair);
+  // bfloat16 rows: words (b_i, a_i) -> pair words with a_i high
+  const __m512i i0 = _mm512_set_epi16(15, 47, 14, 46, 13, 45, 12, 44, 11, 43, 10, 42, 9, 41, 8, 40, 7, 39, 6, 38, 5, 37, 4, 36, 3, 35,
+                                      2, 34, 1, 33, 0, 32);
+  const __m512i i1 = _mm512_add_epi16(i0, _mm512_set1_epi16(16));
+  __m512 part[R][4];
+  MINIFLOAT_ATTENTION_UNROLL
+  for (auto& row : part)
+    MINIFLOAT_ATTENTION_UNROLL
+    for (auto& x : row) x = _mm512_setzero_ps();
+  for (std::size_t j = 0; j < n; j += 2) {
+    if (j % 4 == 0) pf.step();
+    const std::uint8_t* ra = v.data + (c0 + j) * v.row_bytes;
+    const std::uint8_t* rb = j + 1 < n ? ra + v.row_bytes : nullptr;
+    __m512i vv[4];
+    MINIFLOAT_ATTENTION_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      const std::size_t c = g + 32 * static_cast<std::size_t>(h);
+      const std::size_t left = c < dv ? std::min<std::size_t>(32, dv - c) : 0;
+      const __mmask32 mk = left == 32 ? ~__mmask32{0} : ((__mmask32{1} << left) - 1);
+      if constexpr (K == element_kind::code8) {
+        // key j + 1 in the low half: decode_pairs' interleave then puts key j in the high words
+        const __m256i a = _mm256_maskz_loadu_epi8(mk, ra + c);
+        const __m256i b = rb != nullptr ? _mm256_maskz_loadu_epi8(mk, rb + c) : _mm256_setzero_si256();
+        decode64(_mm512_permutexvar_epi8(perm, _mm512_inserti64x4(_mm512_castsi256_si512(b), a, 1)), t.hi0, t.hi1, t.lo0, t.lo1,
+                 vv[2 * h], vv[2 * h + 1]);
+      } else {
+        const __m512i a = _mm512_maskz_loadu_epi16(mk, ra + 2 * c);
+        const __m512i b = rb != nullptr ? _mm512_maskz_loadu_epi16(mk, rb + 2 * c) : _mm512_setzero_si512();
+        vv[2 * h] = _mm512_permutex2var_epi16(a, i0, b);
+        vv[2 * h + 1] = _mm512_permutex2var_epi16(a, i1, b);
+      }
+    }
+    MINIFLOAT_ATTENTION_UNROLL
+    for (int rr = 0; rr < R; ++rr) {
+      const __m512bh pj = reinterpret_cast<__m512bh>(_mm512_set1_epi32(static_cast<int>(pw[static_cast<std::size_t>(rr) * (chunk_keys / 2) + j / 2])));
+      MINIFLOAT_ATTENTION_UNROLL
+      for (int b = 0; b < 4; ++b) part[rr][b] = _mm512_dpbf16_ps(part[rr][b], reinterpret_cast<__m512bh>(vv[b]), pj);
+    }
+  }
+  fold_part<R, 4>(part, acc + g, acc_stride, alpha, v_factor);
+}
+
+/// Pair words of bfloat16-exact fp32 values: word i = x[2i] high, x[2i + 1] low (n even).
+MINIFLOAT_TARGET_AVX512 inline void pair_words(const float* x, std::size_t n, std::uint32_t* out) {
+  // in the 64 words of two fp32 vectors, x[2i]'s high half is word 4i + 1, x[2i + 1]'s is 4i + 3
+  const __m512i ix = _mm512_set_epi16(61, 63, 57, 59, 53, 55, 49, 51, 45, 47, 41, 43, 37, 39, 33, 35, 29, 31, 25, 27, 21, 23, 17, 19, 13,
+                                      15, 9, 11, 5, 7, 1, 3);
+  for (std::size_t i = 0; i < n; i += 32) {
+    const __m512i a = _mm512_loadu_si512(x + i), b = _mm512_loadu_si512(x + i + 16);
+    _mm512_storeu_si512(out + i / 2, _mm512_permutex2var_epi16(a, ix, b));
+  }
+}
+
+/// Whether a block can take the bfloat16-pairs kernel: K and V 8-bit codes without MX scales or
+/// bfloat16, P^ bfloat16-exact (an 8-bit format or bfloat16) and q exact in bfloat16 and not
+/// subnormal (vdpbf16ps reads subnormals as 0).
+inline bool pairs_apply(const block_args& a) noexcept {
+  const auto rows_ok = [](const kv_view& x) {
+    return (x.kind == element_kind::code8 && x.mx == nullptr) || x.kind == element_kind::bf16;
+  };
+  if (!rows_ok(a.k) || !rows_ok(a.v)) return false;
+  const p_round pr = p_round_of(a.p);
+  if (pr != p_round::hifloat8 && pr != p_round::e4m3 && pr != p_round::e5m2 && pr != p_round::bf16) return false;
+  for (std::size_t r = 0; r < a.rows; ++r)
+    for (std::size_t c = 0; c < a.k.cols; ++c) {
+      const float x = a.q[r * a.q_stride + c];
+      const std::uint32_t b = std::bit_cast<std::uint32_t>(x);
+      if ((b & 0xFFFFU) != 0 || (std::fpclassify(x) != FP_NORMAL && x != 0.0f)) return false;
+    }
+  return true;
+}
+
+/// pairs: the bfloat16-pairs kernel (pairs_apply(a) must hold): S and P V by vdpbf16ps.
+MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a, bool pairs = false) {
   scratch& s = scratch::local();
   const std::size_t d = a.k.cols, dv = a.v.cols, rows = a.rows;
   const std::size_t d16 = (d + 15) / 16 * 16, d64 = (d + 63) / 64 * 64, dv64 = (dv + 63) / 64 * 64;
@@ -219,6 +336,18 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a) {
       const std::size_t e = (c / 64) * 64 + lane_element(kk, c % 64);
       if (e < d) s.srow[r * qs + c] = a.q[r * a.q_stride + e];
     }
+  if (pairs) {  // dword m of word vector h of a stretch: positions 16 (2h + 1) + m (high), 16 (2h) + m
+    s.qw.resize(rows * qs / 2);
+    for (std::size_t r = 0; r < rows; ++r)
+      for (std::size_t c = 0; c < qs; c += 64)
+        for (std::size_t h = 0; h < 2; ++h)
+          for (std::size_t m = 0; m < 16; ++m) {
+            const float* q = s.srow.data() + r * qs + c;
+            s.qw[(r * qs + c) / 2 + 16 * h + m] = (std::bit_cast<std::uint32_t>(q[32 * h + 16 + m]) & 0xFFFF0000U) |
+                                                  (std::bit_cast<std::uint32_t>(q[32 * h + m]) >> 16);
+          }
+    s.pw.resize(rows * chunk_keys / 2);
+  }
   s.part.resize(rows * chunk_keys);
   s.st.resize(rows * chunk_keys);
   s.acc.assign(rows * dv64, 0.0f);
@@ -237,21 +366,28 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a) {
     for (std::size_t r0 = 0; r0 < rows; r0 += 4)
       with_rows(rows - r0, [&]<int R>() {
         const float* q = s.srow.data() + r0 * qs;
+        const std::uint32_t* qw = pairs ? s.qw.data() + r0 * qs / 2 : nullptr;
         float* st = s.st.data() + r0 * chunk_keys;
-        if (kk == element_kind::f32) dots_decoded<R, element_kind::f32>(a.k, c0, n, n4, q, d64, zero, st, pf);
-        else if (kk == element_kind::bf16) dots_decoded<R, element_kind::bf16>(a.k, c0, n, n4, q, d64, zero, st, pf);
-        else dots_decoded<R, element_kind::code8>(a.k, c0, n, n4, q, d64, zero, st, pf);
+        if (pairs && kk == element_kind::bf16) dots_decoded<R, element_kind::bf16, true>(a.k, c0, n, n4, q, qw, d64, zero, st, pf);
+        else if (pairs) dots_decoded<R, element_kind::code8, true>(a.k, c0, n, n4, q, qw, d64, zero, st, pf);
+        else if (kk == element_kind::f32) dots_decoded<R, element_kind::f32>(a.k, c0, n, n4, q, qw, d64, zero, st, pf);
+        else if (kk == element_kind::bf16) dots_decoded<R, element_kind::bf16>(a.k, c0, n, n4, q, qw, d64, zero, st, pf);
+        else dots_decoded<R, element_kind::code8>(a.k, c0, n, n4, q, qw, d64, zero, st, pf);
       });
     for (std::size_t r = 0; r < rows; ++r) {
       const std::size_t vis = a.limit[r] > c0 ? std::min(n, a.limit[r] - c0) : 0;
       s.alpha[r] = softmax_row(sm, s.st.data() + r * chunk_keys, nkt, vis, s.m[r], s.l[r], nullptr, 0, 0, s.part.data() + r * chunk_keys);
+      if (pairs) pair_words(s.part.data() + r * chunk_keys, chunk_keys, s.pw.data() + r * (chunk_keys / 2));
     }
     for (std::size_t r0 = 0; r0 < rows; r0 += 4)
       for (std::size_t g = 0; g < dv64; g += 64)
         with_rows(rows - r0, [&]<int R>() {
           const float* p = s.part.data() + r0 * chunk_keys;
           float* acc = s.acc.data() + r0 * dv64;
-          if (vk == element_kind::f32) pv_decoded<R, element_kind::f32>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
+          const std::uint32_t* pw = s.pw.data() + r0 * (chunk_keys / 2);
+          if (pairs && vk == element_kind::bf16) pv_pairs<R, element_kind::bf16>(a.v, c0, n, g, pw, acc, dv64, s.alpha + r0, a.v_factor, pf);
+          else if (pairs) pv_pairs<R, element_kind::code8>(a.v, c0, n, g, pw, acc, dv64, s.alpha + r0, a.v_factor, pf);
+          else if (vk == element_kind::f32) pv_decoded<R, element_kind::f32>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
           else if (vk == element_kind::bf16) pv_decoded<R, element_kind::bf16>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
           else pv_decoded<R, element_kind::code8>(a.v, c0, n, g, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
         });
@@ -261,7 +397,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a) {
     const float* acc = s.acc.data() + r * dv64;
     const float l = s.l[r];
     for (std::size_t c = 0; c < dv64; ++c) {
-      const std::size_t e = (c / 64) * 64 + lane_element(vk, c % 64);
+      const std::size_t e = pairs ? c : (c / 64) * 64 + lane_element(vk, c % 64);
       if (e < dv) o[e] = l > 0.0f ? acc[c] / l : 0.0f;
     }
     a.m[r] = s.m[r], a.l[r] = l;
@@ -272,7 +408,8 @@ MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_POP
 
 #else
 
-inline void run_block_avx512(const block_args& a) { run_block_scalar(a); }
+inline void run_block_avx512(const block_args& a, bool = false) { run_block_scalar(a); }
+inline bool pairs_apply(const block_args&) noexcept { return false; }
 
 #endif
 

@@ -13,6 +13,7 @@
 // hi*lo, lo*hi), the rest is below the fp32 rounding of the sum. So the products are exact (or
 // within 2^-24 relative) and the error is the fp32 accumulation's (docs/attention.md#error-bound).
 #include "../kernel.hpp"
+#include "../../simd/avx512/intrinsic_warnings.hpp"
 
 #if MINIFLOAT_SIMD_X86
 #define MINIFLOAT_ATTENTION_X86 1
@@ -25,20 +26,16 @@ namespace minifloat::attention::detail::x86 {
 
 #if MINIFLOAT_ATTENTION_X86
 
-// GCC 12's AVX-512 intrinsics pass _mm512_undefined_*() (a self-initialised local) as the
-// unused source of unmasked forms, which -W(maybe-)uninitialized reports once they are inlined;
-// without optimisation its rounding intrinsics are macros that pass (__mmask16)-1 to a builtin
-// taking a short, which -Wsign-conversion reports at every call. The x86 kernels' headers wrap
-// their code in these two.
+// Besides simd/avx512/intrinsic_warnings.hpp's pair: without optimisation GCC's rounding
+// intrinsics are macros that pass (__mmask16)-1 to a builtin taking a short, which
+// -Wsign-conversion reports at every call. The x86 kernels' headers wrap their code in these two.
 #if defined(__GNUC__) && !defined(__clang__)
-#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH                                                  \
-  _Pragma("GCC diagnostic push") _Pragma("GCC diagnostic ignored \"-Wuninitialized\"")          \
-      _Pragma("GCC diagnostic ignored \"-Wmaybe-uninitialized\"") _Pragma("GCC diagnostic ignored \"-Wsign-conversion\"")
-#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_POP _Pragma("GCC diagnostic pop")
+#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH \
+  MINIFLOAT_AVX512_WARNINGS_PUSH _Pragma("GCC diagnostic ignored \"-Wsign-conversion\"")
 #else
-#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
-#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_POP
+#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH MINIFLOAT_AVX512_WARNINGS_PUSH
 #endif
+#define MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_POP MINIFLOAT_AVX512_WARNINGS_POP
 MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
 
 // The register tiles of the kernels stay in registers only when their small loops unroll
@@ -54,6 +51,7 @@ MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
 /// Per-thread scratch, reused across calls (a fresh 300 KB allocation per block would be mmap'd).
 struct scratch {
   std::vector<std::uint16_t> qt, kb, pa, vb;
+  std::vector<std::uint32_t> qw, pw;  // bfloat16 pair words of q and P (avx512.hpp)
   std::vector<float> st, part, srow, acc, zero, kdec, vdec, vfac;
   std::vector<std::int32_t> lim;
   float m[max_block_rows], l[max_block_rows], alpha[max_block_rows];

@@ -47,15 +47,9 @@
 #include "../../formats/hifloat8.hpp"
 #include "../../formats/mx_elements.hpp"
 #include "../lanes/codec_common.hpp"
+#include "intrinsic_warnings.hpp"
 
-// GCC 12 warns about the deliberately undefined pass-through operand of its own AVX-512
-// intrinsics (_mm512_undefined_*, GCC bug 105593) wherever they are inlined; the warnings are
-// about the compiler's headers, not this code.
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+MINIFLOAT_AVX512_WARNINGS_PUSH
 
 namespace minifloat::simd::avx512 {
 
@@ -583,8 +577,6 @@ MINIFLOAT_TARGET_AVX512 inline void unpack_nibbles(const std::uint8_t* packed, s
 
 }  // namespace minifloat::simd::avx512
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+MINIFLOAT_AVX512_WARNINGS_POP
 
 #endif  // MINIFLOAT_SIMD_X86

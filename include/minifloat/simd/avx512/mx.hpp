@@ -43,12 +43,9 @@
 #include "../../formats/mx_block.hpp"
 #include "../../formats/mx_scale.hpp"
 #include "../../formats/packed.hpp"
+#include "intrinsic_warnings.hpp"
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#endif
+MINIFLOAT_AVX512_WARNINGS_PUSH
 
 namespace minifloat::simd::avx512 {
 
@@ -466,8 +463,6 @@ void mx_dequantize(const std::uint8_t* codes, const std::uint8_t* scales, std::s
 
 }  // namespace minifloat::simd::avx512
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic pop
-#endif
+MINIFLOAT_AVX512_WARNINGS_POP
 
 #endif  // MINIFLOAT_SIMD_X86
