@@ -36,20 +36,19 @@ inline std::size_t lane_element(element_kind kind, std::size_t p) noexcept {
   return 16 * (k / 8) + (v / 2) * 8 + k % 8;
 }
 
-/// Lane i of the result is the sum of the 16 lanes of a[dot_slot[i]] (four halving steps; the
-/// slot order is where each step leaves its sums).
-inline constexpr int dot_slot[16] = {0, 2, 1, 3, 8, 10, 9, 11, 4, 6, 5, 7, 12, 14, 13, 15};
-
+/// Lane i of the result is the sum of the 16 lanes of a[i], pairwise in four steps: lanes 4L + m
+/// and 4L + m + 2, then + 1 (both inside 128-bit blocks: unpacks), then blocks 2B and 2B + 1,
+/// then the two halves (lane-crossing shuffles, 6 of the 30 shuffles).
 MINIFLOAT_INLINE_AVX512 __m512 sum_lanes16(const __m512 a[16]) {
   __m512 b[8], c[4], d[2];
-  for (int i = 0; i < 8; ++i)
-    b[i] = _mm512_add_ps(_mm512_shuffle_f32x4(a[i], a[i + 8], 0x44), _mm512_shuffle_f32x4(a[i], a[i + 8], 0xEE));
-  for (int i = 0; i < 4; ++i)
-    c[i] = _mm512_add_ps(_mm512_shuffle_f32x4(b[i], b[i + 4], 0x88), _mm512_shuffle_f32x4(b[i], b[i + 4], 0xDD));
+  for (int i = 0; i < 8; ++i) b[i] = _mm512_add_ps(_mm512_unpacklo_ps(a[2 * i], a[2 * i + 1]), _mm512_unpackhi_ps(a[2 * i], a[2 * i + 1]));
+  for (int i = 0; i < 4; ++i) {
+    const __m512d x = _mm512_castps_pd(b[2 * i]), y = _mm512_castps_pd(b[2 * i + 1]);
+    c[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(x, y)), _mm512_castpd_ps(_mm512_unpackhi_pd(x, y)));
+  }
   for (int i = 0; i < 2; ++i)
-    d[i] = _mm512_add_ps(_mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(c[i]), _mm512_castps_pd(c[i + 2]))),
-                         _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(c[i]), _mm512_castps_pd(c[i + 2]))));
-  return _mm512_add_ps(_mm512_shuffle_ps(d[0], d[1], 0x88), _mm512_shuffle_ps(d[0], d[1], 0xDD));
+    d[i] = _mm512_add_ps(_mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0x88), _mm512_shuffle_f32x4(c[2 * i], c[2 * i + 1], 0xDD));
+  return _mm512_add_ps(_mm512_shuffle_f32x4(d[0], d[1], 0x88), _mm512_shuffle_f32x4(d[0], d[1], 0xDD));
 }
 
 /// Stores lanes 4 rr .. 4 rr + 3 of x (row rr's four dot products) at s + rr * stride.
@@ -155,33 +154,43 @@ MINIFLOAT_TARGET_AVX512 inline void dots_decoded(const kv_view& k, std::size_t c
     for (std::size_t jj = 0; jj < 4; ++jj) {
       const bool real = j0 + jj < n;
       row[jj] = real ? k.data + (c0 + j0 + jj) * k.row_bytes : zero;
-      scaled[jj] = real && K == element_kind::code8 && k.mx != nullptr;
+      scaled[jj] = real && K == element_kind::code8 && !Pairs && k.mx != nullptr;  // pairs_apply: no MX
     }
     __m512 acc[16];
     MINIFLOAT_ATTENTION_UNROLL
     for (auto& x : acc) x = _mm512_setzero_ps();
     for (std::size_t c = 0; c < d64; c += 64) {
-      MINIFLOAT_ATTENTION_UNROLL
-      for (int jj = 0; jj < 4; ++jj) {
-        const __m512i dl = scaled[jj] ? row_scale_delta(k.mx + (c0 + j0 + static_cast<std::size_t>(jj)) * k.mx_stride, c, d) : none;
-        if constexpr (Pairs) {
+      if constexpr (Pairs) {
+        // q's words for this stretch stay in registers across the four keys: with one load per
+        // vdpbf16ps the loads, not the products, would set the pace
+        __m512i qv[R][2];
+        MINIFLOAT_ATTENTION_UNROLL
+        for (int rr = 0; rr < R; ++rr) {
+          const std::uint32_t* qr = qw + (static_cast<std::size_t>(rr) * d64 + c) / 2;
+          qv[rr][0] = _mm512_loadu_si512(qr), qv[rr][1] = _mm512_loadu_si512(qr + 16);
+        }
+        MINIFLOAT_ATTENTION_UNROLL
+        for (int jj = 0; jj < 4; ++jj) {
           __m512i w0, w1;
-          load_words<K>(row[jj], c, d, t, scaled[jj], dl, dl, w0, w1);
+          load_words<K>(row[jj], c, d, t, false, none, none, w0, w1);
           MINIFLOAT_ATTENTION_UNROLL
           for (int rr = 0; rr < R; ++rr) {
-            const std::uint32_t* qr = qw + (static_cast<std::size_t>(rr) * d64 + c) / 2;
-            __m512& x = acc[dot_slot[4 * rr + jj]];
-            x = _mm512_dpbf16_ps(x, reinterpret_cast<__m512bh>(w0), reinterpret_cast<__m512bh>(_mm512_loadu_si512(qr)));
-            x = _mm512_dpbf16_ps(x, reinterpret_cast<__m512bh>(w1), reinterpret_cast<__m512bh>(_mm512_loadu_si512(qr + 16)));
+            __m512& x = acc[4 * rr + jj];
+            x = _mm512_dpbf16_ps(x, reinterpret_cast<__m512bh>(w0), reinterpret_cast<__m512bh>(qv[rr][0]));
+            x = _mm512_dpbf16_ps(x, reinterpret_cast<__m512bh>(w1), reinterpret_cast<__m512bh>(qv[rr][1]));
           }
-        } else {
+        }
+      } else {
+        MINIFLOAT_ATTENTION_UNROLL
+        for (int jj = 0; jj < 4; ++jj) {
+          const __m512i dl = scaled[jj] ? row_scale_delta(k.mx + (c0 + j0 + static_cast<std::size_t>(jj)) * k.mx_stride, c, d) : none;
           __m512 kv[4];
           load64<K>(row[jj], c, d, t, scaled[jj], dl, dl, kv);
           MINIFLOAT_ATTENTION_UNROLL
           for (int rr = 0; rr < R; ++rr) {
             const float* qr = q + static_cast<std::size_t>(rr) * d64 + c;
             MINIFLOAT_ATTENTION_UNROLL
-            for (int v : order) acc[dot_slot[4 * rr + jj]] = _mm512_fmadd_ps(kv[v], _mm512_loadu_ps(qr + 16 * v), acc[dot_slot[4 * rr + jj]]);
+            for (int v : order) acc[4 * rr + jj] = _mm512_fmadd_ps(kv[v], _mm512_loadu_ps(qr + 16 * v), acc[4 * rr + jj]);
           }
         }
       }
@@ -237,21 +246,29 @@ MINIFLOAT_TARGET_AVX512 inline void pv_decoded(const kv_view& v, std::size_t c0,
   fold_part<R, 4>(part, acc + g, acc_stride, alpha, v_factor);
 }
 
+/// The column (0 .. 63) of a 64-column stretch of V that pv_pairs accumulates at position
+/// p = 16 b + i (vector b, lane i = 4 L + m): the in-lane unpacks that interleave keys j and
+/// j + 1 (then, for codes, decode64's own unpacks) take four columns at a time per 128-bit lane.
+inline std::size_t pair_column(element_kind kind, std::size_t p) noexcept {
+  const std::size_t b = p / 16, lane = (p % 16) / 4, m = p % 4;
+  if (kind == element_kind::bf16) return 32 * (b / 2) + 8 * lane + 4 * (b % 2) + m;
+  return 16 * lane + 4 * b + m;
+}
+
 /// P V for R rows over the columns g .. g + 63 of V (8-bit codes without MX scales, or
-/// bfloat16; acc in natural order) by bfloat16 pairs of keys: one vdpbf16ps per 16 columns and
-/// pair (j, j + 1), key j in the high words, so each lane does the FMAs of key j then key j + 1:
-/// pv_decoded's order. pw[row][chunk_keys / 2] are P^'s pair words (pair_words).
+/// bfloat16; acc in pair_column order) by bfloat16 pairs of keys: one vdpbf16ps per 16 columns
+/// and pair (j, j + 1), key j in the high words, so each lane does the FMAs of key j then key
+/// j + 1: pv_decoded's order. pw[row][chunk_keys / 2] are P^'s pair words (pair_words).
 template <int R, element_kind K>
 MINIFLOAT_TARGET_AVX512 inline void pv_pairs(const kv_view& v, std::size_t c0, std::size_t n, std::size_t g, const std::uint32_t* pw,
                                            float* acc, std::size_t acc_stride, const float* alpha, float v_factor, line_prefetcher& pf) {
   static_assert(K != element_kind::f32);
-  const std::size_t dv = v.cols;
+  const std::size_t dv = v.cols, left = dv - g;
   const code_tables t = K == element_kind::code8 ? load_tables(v) : code_tables{};
-  const __m512i perm = _mm512_load_si512(perms().pair);
-  // bfloat16 rows: words (b_i, a_i) -> pair words with a_i high
-  const __m512i i0 = _mm512_set_epi16(15, 47, 14, 46, 13, 45, 12, 44, 11, 43, 10, 42, 9, 41, 8, 40, 7, 39, 6, 38, 5, 37, 4, 36, 3, 35,
-                                      2, 34, 1, 33, 0, 32);
-  const __m512i i1 = _mm512_add_epi16(i0, _mm512_set1_epi16(16));
+  // codes: one 64-byte load per key; bfloat16: two 32-word loads per key
+  const __mmask64 m8 = left >= 64 ? ~__mmask64{0} : ((__mmask64{1} << left) - 1);
+  const __mmask32 m16a = left >= 32 ? ~__mmask32{0} : ((__mmask32{1} << left) - 1);
+  const __mmask32 m16b = left >= 64 ? ~__mmask32{0} : left <= 32 ? __mmask32{0} : ((__mmask32{1} << (left - 32)) - 1);
   __m512 part[R][4];
   MINIFLOAT_ATTENTION_UNROLL
   for (auto& row : part)
@@ -260,24 +277,23 @@ MINIFLOAT_TARGET_AVX512 inline void pv_pairs(const kv_view& v, std::size_t c0, s
   for (std::size_t j = 0; j < n; j += 2) {
     if (j % 4 == 0) pf.step();
     const std::uint8_t* ra = v.data + (c0 + j) * v.row_bytes;
-    const std::uint8_t* rb = j + 1 < n ? ra + v.row_bytes : nullptr;
+    const bool has_b = j + 1 < n;
     __m512i vv[4];
-    MINIFLOAT_ATTENTION_UNROLL
-    for (int h = 0; h < 2; ++h) {
-      const std::size_t c = g + 32 * static_cast<std::size_t>(h);
-      const std::size_t left = c < dv ? std::min<std::size_t>(32, dv - c) : 0;
-      const __mmask32 mk = left == 32 ? ~__mmask32{0} : ((__mmask32{1} << left) - 1);
-      if constexpr (K == element_kind::code8) {
-        // key j + 1 in the low half: decode_pairs' interleave then puts key j in the high words
-        const __m256i a = _mm256_maskz_loadu_epi8(mk, ra + c);
-        const __m256i b = rb != nullptr ? _mm256_maskz_loadu_epi8(mk, rb + c) : _mm256_setzero_si256();
-        decode64(_mm512_permutexvar_epi8(perm, _mm512_inserti64x4(_mm512_castsi256_si512(b), a, 1)), t.hi0, t.hi1, t.lo0, t.lo1,
-                 vv[2 * h], vv[2 * h + 1]);
-      } else {
-        const __m512i a = _mm512_maskz_loadu_epi16(mk, ra + 2 * c);
-        const __m512i b = rb != nullptr ? _mm512_maskz_loadu_epi16(mk, rb + 2 * c) : _mm512_setzero_si512();
-        vv[2 * h] = _mm512_permutex2var_epi16(a, i0, b);
-        vv[2 * h + 1] = _mm512_permutex2var_epi16(a, i1, b);
+    if constexpr (K == element_kind::code8) {
+      // bytes (key j + 1, key j) per column, so decode64's words put key j high
+      const __m512i a = _mm512_maskz_loadu_epi8(m8, ra + g);
+      const __m512i b = has_b ? _mm512_maskz_loadu_epi8(m8, ra + v.row_bytes + g) : _mm512_setzero_si512();
+      decode64(_mm512_unpacklo_epi8(b, a), t.hi0, t.hi1, t.lo0, t.lo1, vv[0], vv[1]);
+      decode64(_mm512_unpackhi_epi8(b, a), t.hi0, t.hi1, t.lo0, t.lo1, vv[2], vv[3]);
+    } else {
+      MINIFLOAT_ATTENTION_UNROLL
+      for (int h = 0; h < 2; ++h) {
+        const __mmask32 mk = h == 0 ? m16a : m16b;
+        const std::uint8_t* pa = ra + 2 * (g + 32 * static_cast<std::size_t>(h));
+        const __m512i a = _mm512_maskz_loadu_epi16(mk, pa);
+        const __m512i b = has_b ? _mm512_maskz_loadu_epi16(mk, pa + v.row_bytes) : _mm512_setzero_si512();
+        vv[2 * h] = _mm512_unpacklo_epi16(b, a);
+        vv[2 * h + 1] = _mm512_unpackhi_epi16(b, a);
       }
     }
     MINIFLOAT_ATTENTION_UNROLL
@@ -397,7 +413,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a, bool p
     const float* acc = s.acc.data() + r * dv64;
     const float l = s.l[r];
     for (std::size_t c = 0; c < dv64; ++c) {
-      const std::size_t e = pairs ? c : (c / 64) * 64 + lane_element(vk, c % 64);
+      const std::size_t e = (c / 64) * 64 + (pairs ? pair_column(vk, c % 64) : lane_element(vk, c % 64));
       if (e < dv) o[e] = l > 0.0f ? acc[c] / l : 0.0f;
     }
     a.m[r] = s.m[r], a.l[r] = l;
