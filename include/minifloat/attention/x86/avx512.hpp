@@ -9,10 +9,11 @@
 // Rapids one vdpbf16ps costs four FMAs' issue slots and does the work of two, on Zen 4 one, so
 // the kernel has both forms with the same bits (docs/attention.md#bfloat16-pairs-kernel):
 // dots_decoded<..., Pairs> and pv_pairs multiply bfloat16 words where pairs_apply holds, and
-// block_kernels.hpp takes them where simd/avx512/dot_rate.hpp measures pairs faster. Stored rows are decoded in registers
-// (8-bit codes through the bfloat16 byte tables, bfloat16 by a shift) to fp32, 64 elements at a
-// time, in the lane order the decoder leaves them (lane_element); Q is laid out in that order
-// once per block, and P V accumulates in it, un-permuted when the block ends.
+// block_kernels.hpp takes them where simd/avx512/dot_rate.hpp measures pairs faster. The FMA
+// form decodes stored rows in registers (8-bit codes through the bfloat16 byte tables, bfloat16
+// by a shift) to fp32, 64 elements at a time, in the lane order the decoder leaves them
+// (lane_element); Q is laid out in that order once per block, and P V accumulates in it,
+// un-permuted when the block ends (the pair form: pair_column's order).
 //
 // Summation orders: S is 16 fp32 lanes of FMAs over d, then the lanes summed pairwise; P V and the
 // accumulator update are the scalar twin's order exactly (one FMA per key, key by key).
