@@ -8,15 +8,21 @@
 //       format; mxfp8_e4m3: q MX along d, P E4M3). items/s = cached tokens x KV heads read per
 //       second (counter Mtok/s); GB/s = cache bytes read per second. Counters use wall-clock time
 //       (the Time column); CPU time misses the second thread.
+//       Caches that the decode layouts take (bf16, hifloat8, float8_e4m3fn: kv_cache's storage
+//       automatic, attention/kv_tiles.hpp) run the AVX-512 kernel over key tiles
+//       (x86/avx512_tiles.hpp; counter tiles = 1).
+//   decode/<cache>/T:<T>/storage:rows/threads:1   the same step on a row-major cache (the
+//       row-major AVX-512 kernel, x86/avx512.hpp), for the caches the decode layouts take.
 //   decode/<cache>/T:<T>/q:fp32/threads:<n>   the same cache with fp32 q and P (exact products).
-//   decode/<cache>/T:<T>/kernel:amx/threads:1   the same step on the AMX tile kernel (where the CPU
+//   decode/<cache>/T:<T>/kernel:amx/threads:1   the same step on a row-major cache on the AMX tile kernel (where the CPU
 //       has AMX), which decode blocks took before the AVX-512 kernel (x86/avx512.hpp). Counter
 //       kernel: 1 AMX, 2 AVX-512, 3 AVX2, 0 scalar twin (block_kernels.hpp's choice for a decode block).
 //   decode/<cache>/T:<T>/kernel:avx2/threads:1   the same step on the AVX2 kernel (x86/avx2.hpp),
 //       registered where the CPU has AVX-512 (without it, the rows above run the AVX2 kernel).
 //   decode/<cache>/T:<T>/kernel:avx512/threads:1 and .../kernel:avx512_bf16/threads:1   the
 //       AVX-512 kernel on fp32 FMAs and on bfloat16 pairs (vdpbf16ps; the same bits), for the
-//       caches the pairs form reads (bf16, hifloat8, float8_e4m3fn), where the CPU has AVX-512.
+//       caches the pairs form reads (bf16, hifloat8, float8_e4m3fn), where the CPU has AVX-512:
+//       over key tiles, and with /storage:rows on a row-major cache.
 //       Counter kernel 4: the automatic choice is the pairs form (simd/avx512/dot_rate.hpp).
 //   prefill/<recipe>/T:2048/threads:<n>   causal, Q K V and P in <recipe> (fp32, bf16, hifloat8,
 //       float8_e4m3fn, mxfp8_e4m3); GFLOP/s counts 4 d flops per visible (query, key) pair.
@@ -74,9 +80,9 @@ std::vector<float> gaussian(std::size_t n, std::uint64_t seed) {
   return x;
 }
 
-std::unique_ptr<kv_cache> build_cache(const cache_kind& c, std::size_t t) {
+std::unique_ptr<kv_cache> build_cache(const cache_kind& c, std::size_t t, kv_storage storage) {
   kv_cache_config cfg;
-  cfg.kv_heads = hkv, cfg.head_dim = dim, cfg.v_dim = dim;
+  cfg.kv_heads = hkv, cfg.head_dim = dim, cfg.v_dim = dim, cfg.storage = storage;
   cfg.k = parse_operand_scheme(c.k, "K"), cfg.v = parse_operand_scheme(c.v, "V");
   auto cache = std::make_unique<kv_cache>(cfg);
   constexpr std::size_t step = 2048;
@@ -95,8 +101,9 @@ bool pairs_fit(const cache_kind& c) {
   return n == "bf16" || n == "hifloat8" || n == "float8_e4m3fn";
 }
 
-void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp32_q, block_kernel kernel) {
-  const auto cache = build_cache(c, t);
+void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp32_q, block_kernel kernel,
+            kv_storage storage = kv_storage::automatic) {
+  const auto cache = build_cache(c, t, storage);
   decode_recipe r;
   if (!fp32_q) r.q = parse_operand_scheme(c.q, "q"), r.p.format = parse_static_format(c.p, "P");
   const auto q = gaussian(hq * dim, 7);
@@ -118,6 +125,7 @@ void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp
                              : k == block_kernel::avx2           ? 3
                              : k == block_kernel::avx512_bf16    ? 4
                                                                  : 0;
+  state.counters["tiles"] = cache->tiled() ? 1 : 0;
 }
 
 void prefill(benchmark::State& state, const cache_kind& c) {
@@ -198,23 +206,27 @@ const int registered = [] {
     for (const std::size_t t : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}})
       for (const auto& c : caches)
         benchmark::RegisterBenchmark((std::string("decode/") + c.name + "/T:" + std::to_string(t) + "/kernel:amx").c_str(),
-                                     [&c, t](benchmark::State& st) { decode(st, c, t, false, block_kernel::amx); })
+                                     [&c, t](benchmark::State& st) { decode(st, c, t, false, block_kernel::amx, kv_storage::rows); })
             ->Arg(1)->ArgName("threads")->Unit(benchmark::kMicrosecond);
   if (minifloat::attention::detail::use_avx512(simd::isa::automatic))
     for (const std::size_t t : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}})
       for (const auto& c : caches)
         benchmark::RegisterBenchmark((std::string("decode/") + c.name + "/T:" + std::to_string(t) + "/kernel:avx2").c_str(),
-                                     [&c, t](benchmark::State& st) { decode(st, c, t, false, block_kernel::avx2); })
+                                     [&c, t](benchmark::State& st) { decode(st, c, t, false, block_kernel::avx2, kv_storage::rows); })
             ->Arg(1)->ArgName("threads")->Unit(benchmark::kMicrosecond);
   if (minifloat::attention::detail::use_avx512(simd::isa::automatic))
     for (const std::size_t t : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}})
       for (const auto& c : caches) {
         if (!pairs_fit(c)) continue;
-        for (const auto kernel : {block_kernel::avx512, block_kernel::avx512_bf16})
-          benchmark::RegisterBenchmark((std::string("decode/") + c.name + "/T:" + std::to_string(t) + "/kernel:" +
-                                        std::string(minifloat::to_string(kernel))).c_str(),
-                                       [&c, t, kernel](benchmark::State& st) { decode(st, c, t, false, kernel); })
-              ->Arg(1)->ArgName("threads")->Unit(benchmark::kMicrosecond);
+        benchmark::RegisterBenchmark((std::string("decode/") + c.name + "/T:" + std::to_string(t) + "/storage:rows").c_str(),
+                                     [&c, t](benchmark::State& st) { decode(st, c, t, false, block_kernel::automatic, kv_storage::rows); })
+            ->Arg(1)->ArgName("threads")->Unit(benchmark::kMicrosecond);
+        for (const auto storage : {kv_storage::automatic, kv_storage::rows})
+          for (const auto kernel : {block_kernel::avx512, block_kernel::avx512_bf16})
+            benchmark::RegisterBenchmark((std::string("decode/") + c.name + "/T:" + std::to_string(t) + "/kernel:" +
+                                          std::string(minifloat::to_string(kernel)) + (storage == kv_storage::rows ? "/storage:rows" : "")).c_str(),
+                                         [&c, t, kernel, storage](benchmark::State& st) { decode(st, c, t, false, kernel, storage); })
+                ->Arg(1)->ArgName("threads")->Unit(benchmark::kMicrosecond);
       }
   for (const auto& c : caches)
     benchmark::RegisterBenchmark((std::string("prefill/") + c.name + "/T:2048").c_str(),

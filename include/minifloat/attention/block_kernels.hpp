@@ -7,10 +7,14 @@
 // the scalar twin at isa scalar and elsewhere. A decode block whose operands are bfloat16 pairs
 // exactly (x86/avx512.hpp, pairs_apply) takes the AVX-512 kernel's vdpbf16ps form, the same
 // bits, on cores where pairs beat fp32 FMAs (simd/avx512/dot_rate.hpp).
+// A cache stored in the decode layouts (kv_tiles.hpp) is read by the AVX-512 kernel over tiles
+// (x86/avx512_tiles.hpp: avx512 and avx512_bf16 are its two forms) or by the scalar twin;
+// decode_step hands the other kernels row-major copies (reads_tiles).
 #include "../simd/avx512/dot_rate.hpp"
 #include "x86/amx.hpp"
 #include "x86/avx2.hpp"
 #include "x86/avx512.hpp"
+#include "x86/avx512_tiles.hpp"
 
 namespace minifloat::attention::detail {
 
@@ -53,16 +57,30 @@ inline constexpr std::size_t avx512_kernel_max_rows = 8;
   return pairs && rows <= avx512_kernel_max_rows && simd::avx512::bf16_pairs_beat_fma() ? block_kernel::avx512_bf16 : block_kernel::avx512;
 }
 
+/// Whether the kernel a call at `level` asking for `want` runs on blocks in the decode layouts
+/// reads them as stored: the AVX-512 kernel over tiles, or the scalar twin (which reads any
+/// layout through kv_view::value). The AMX and AVX2 kernels read row-major rows only.
+[[nodiscard]] inline bool reads_tiles(simd::isa level, block_kernel want) noexcept {
+  if (want == block_kernel::scalar || !use_avx2(level)) return true;
+  return use_avx512(level) && (want == block_kernel::automatic || want == block_kernel::avx512 || want == block_kernel::avx512_bf16);
+}
+
 [[nodiscard]] inline block_kernel kernel_for(const block_args& a, simd::isa level, block_kernel want) noexcept {
   const bool exact = bf16_reads_exactly(a.k) && bf16_reads_exactly(a.v);
+  if (x86::tiles_apply(a)) {  // 8-bit codes without MX scales or bfloat16: always bfloat16-exact
+    if (!reads_tiles(level, want) || want == block_kernel::scalar || !use_avx512(level)) return block_kernel::scalar;
+    if (want == block_kernel::avx512 || !x86::pairs_apply(a)) return block_kernel::avx512;
+    return want == block_kernel::avx512_bf16 || simd::avx512::bf16_pairs_beat_fma() ? block_kernel::avx512_bf16 : block_kernel::avx512;
+  }
   return kernel_for(a.rows, exact, exact && x86::pairs_apply(a), level, want);
 }
 
 inline void run_block(const block_args& a, simd::isa level, block_kernel want) {
+  const bool tiled = x86::tiles_apply(a);
   switch (kernel_for(a, level, want)) {
     case block_kernel::amx: x86::run_block_amx(a); break;
-    case block_kernel::avx512: x86::run_block_avx512(a); break;
-    case block_kernel::avx512_bf16: x86::run_block_avx512(a, true); break;
+    case block_kernel::avx512: tiled ? x86::run_block_tiles(a, false) : x86::run_block_avx512(a); break;
+    case block_kernel::avx512_bf16: tiled ? x86::run_block_tiles(a, true) : x86::run_block_avx512(a, true); break;
     case block_kernel::avx2: x86::run_block_avx2(a); break;
     default: run_block_scalar(a); break;
   }

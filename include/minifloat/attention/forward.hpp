@@ -85,7 +85,7 @@ inline bool has_nonfinite(const kv_view& x) {
     const auto& t = code_values(x.format);
     for (std::size_t r = 0; r < x.rows; ++r)
       for (std::size_t c = 0; c < x.cols; ++c)
-        if (!std::isfinite(t[x.data[r * x.row_bytes + c]])) return true;
+        if (!std::isfinite(t[x.data[x.offset(r, c)]])) return true;
     return false;
   }
   for (std::size_t r = 0; r < x.rows; ++r)

@@ -27,6 +27,7 @@
 #include "../formats/mx_scale.hpp"
 #include "../formats/packed.hpp"
 #include "../simd/isa.hpp"
+#include "kv_tiles.hpp"
 #include "recipe.hpp"
 
 namespace minifloat::attention {
@@ -34,12 +35,13 @@ namespace minifloat::attention {
 /// How one K or V operand is stored.
 enum class element_kind : std::uint8_t { f32, bf16, code8 };
 
-/// One (batch, KV head) K or V: rows x cols, row-major, as stored.
+/// One (batch, KV head) K or V: rows x cols as stored, row-major or in a decode layout
+/// (kv_tiles.hpp: 8-bit codes or bfloat16 without MX scales only).
 struct kv_view {
   element_kind kind = element_kind::f32;
   format_id format = format_id::float8_e4m3fn;  ///< code8: the element format
   const std::uint8_t* data = nullptr;
-  std::size_t row_bytes = 0;                   ///< stride between rows, in bytes
+  std::size_t row_bytes = 0;                   ///< stride between rows, in bytes (a decode layout: bytes per key)
   std::size_t rows = 0, cols = 0;
   float scale = 1.0f;                          ///< per-tensor scale (folded into s_factor / v_factor)
   const std::uint8_t* mx = nullptr;            ///< E8M0 scales or null
@@ -48,6 +50,18 @@ struct kv_view {
   /// Every MX-scaled value is a normal bfloat16 (the AMX path's condition, x86/amx.hpp); set by
   /// whoever builds the view (mx_bf16_exact below), so no kernel call rescans the scales.
   bool mx_bf16_exact = true;
+  kv_order order = kv_order::rows;
+
+  [[nodiscard]] std::size_t element_bytes() const noexcept { return kind == element_kind::code8 ? 1 : kind == element_kind::bf16 ? 2 : 4; }
+  /// Byte offset of element (r, c) from data.
+  [[nodiscard]] std::size_t offset(std::size_t r, std::size_t c) const noexcept {
+    switch (order) {
+      case kv_order::key_tiles: return tiles::key_tile_offset(r, c, row_bytes, element_bytes());
+      case kv_order::key_pairs: return tiles::key_pair_offset(r, c, row_bytes, element_bytes());
+      case kv_order::rows: break;
+    }
+    return r * row_bytes + c * element_bytes();
+  }
 
   [[nodiscard]] std::uint8_t mx_code(std::size_t r, std::size_t c) const noexcept {
     return mx_axis == 1 ? mx[r * mx_stride + c / 32] : mx[(r / 32) * mx_stride + c];
@@ -87,16 +101,16 @@ inline float bf16_value(std::uint16_t bits) noexcept { return std::bit_cast<floa
 }  // namespace detail
 
 inline float kv_view::value(std::size_t r, std::size_t c) const noexcept {
-  const std::uint8_t* row = data + r * row_bytes;
+  const std::uint8_t* at = data + offset(r, c);
   float x = 0.0f;
   switch (kind) {
-    case element_kind::f32: std::memcpy(&x, row + 4 * c, 4); return x;
+    case element_kind::f32: std::memcpy(&x, at, 4); return x;
     case element_kind::bf16: {
       std::uint16_t b = 0;
-      std::memcpy(&b, row + 2 * c, 2);
+      std::memcpy(&b, at, 2);
       return detail::bf16_value(b);
     }
-    case element_kind::code8: x = detail::code_values(format)[row[c]]; break;
+    case element_kind::code8: x = detail::code_values(format)[*at]; break;
   }
   return mx == nullptr ? x : x * mx_scale_value(mx_code(r, c));
 }

@@ -24,9 +24,14 @@
 // appended (pv_source::second_copy, ~2.06 bytes an element), or re-quantized from the stored
 // codes at every decode step (pv_source::requantize: dequantize C[..., :dv], quantize along T;
 // 1.03 bytes an element, one extra pass over the cache per step).
+// Decode layouts (storage tiles; kv_tiles.hpp): a separate cache whose K and V are both 8-bit
+// codes per tensor or bfloat16 keeps the same codes as K key tiles (16 tokens) and V key pairs,
+// the order the AVX-512 decode kernel reads (x86/avx512_tiles.hpp); storage automatic takes them
+// where that kernel runs. Kernels that read rows (AMX, AVX2) get a row-major copy per step.
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstring>
 #include <optional>
 #include <span>
 #include <string>
@@ -39,6 +44,9 @@ namespace minifloat::attention {
 
 enum class kv_layout : std::uint8_t { separate, merged };
 enum class pv_source : std::uint8_t { second_copy, requantize };
+/// How a separate cache orders its codes: row-major, or the decode layouts (header comment);
+/// automatic: the decode layouts where the CPU runs the AVX-512 decode kernel and the schemes allow.
+enum class kv_storage : std::uint8_t { automatic, rows, tiles };
 
 struct kv_cache_config {
   std::size_t kv_heads = 1, head_dim = 0, v_dim = 0;
@@ -46,6 +54,7 @@ struct kv_cache_config {
   std::optional<float> k_scale, v_scale;  ///< static per-tensor scales (nullopt: from the first append)
   kv_layout layout = kv_layout::separate;
   pv_source pv = pv_source::second_copy;  ///< merged MX caches only
+  kv_storage storage = kv_storage::automatic;  ///< separate caches only (merged: rows)
 };
 
 /// The query side of a decode step.
@@ -70,19 +79,26 @@ class kv_cache {
     }
     detail::check_fast_operand(cfg_.k, "K", 1);
     detail::check_fast_operand(cfg_.v, "V", 0);
+    const auto tileable = [](const operand_scheme& x) {
+      return x && x->gran == granularity::tensor && (x->format == format_id::bfloat16 || detail::is_code8(x->format));
+    };
+    tiled_ = !merged() && tileable(cfg_.k) && tileable(cfg_.v) &&
+             (c.storage == kv_storage::tiles || (c.storage == kv_storage::automatic && detail::use_avx512(simd::isa::automatic)));
   }
 
   [[nodiscard]] const kv_cache_config& config() const noexcept { return cfg_; }
   [[nodiscard]] std::size_t size() const noexcept { return tokens_; }
   [[nodiscard]] bool merged() const noexcept { return cfg_.layout == kv_layout::merged; }
   [[nodiscard]] bool has_nonfinite() const noexcept { return nonfinite_; }
+  /// Whether K and V are stored in the decode layouts (key tiles, key pairs).
+  [[nodiscard]] bool tiled() const noexcept { return tiled_; }
   [[nodiscard]] float k_scale() const noexcept { return k_scale_.value_or(1.0f); }
   [[nodiscard]] float v_scale() const noexcept { return merged() && !separate_v() ? k_scale() : v_scale_.value_or(1.0f); }
 
   /// Bytes held: codes, scales (and the second P V copy of a merged MX cache).
   [[nodiscard]] std::size_t bytes() const noexcept {
     std::size_t b = 0;
-    for (const auto& h : heads_) b += tokens_ * (k_row_bytes() + h.kmx_row) + h.v.size() + h.vmx.size();
+    for (const auto& h : heads_) b += (tiled_ ? h.k.size() : tokens_ * (k_row_bytes() + h.kmx_row)) + h.v.size() + h.vmx.size();
     return b;
   }
 
@@ -104,6 +120,11 @@ class kv_cache {
     std::vector<float> vtok;  // the V values of one head (merged: C[..., :dv])
     for (std::size_t h = 0; h < hk; ++h) {
       const auto kh = k.subspan(h * n * d, n * d);
+      if (tiled_) {
+        append_tiled(heads_[h].k, kv_order::key_tiles, kh, n, d, cfg_.k, k_scale_);
+        append_tiled(heads_[h].v, kv_order::key_pairs, v.subspan(h * n * dv, n * dv), n, dv, cfg_.v, v_scale_);
+        continue;
+      }
       append_rows(heads_[h].k, heads_[h].kmx, heads_[h].kmx_row, heads_[h].kmx_lo, heads_[h].kmx_hi, kh, n, d, cfg_.k, k_scale_);
       if (merged()) {
         if (!separate_v()) continue;
@@ -220,12 +241,35 @@ class kv_cache {
     }
   }
 
+  /// Quantizes n tokens as append_rows does and writes their codes at their places in a decode layout.
+  void append_tiled(std::vector<std::uint8_t>& store, kv_order o, std::span<const float> x, std::size_t n, std::size_t cols,
+                    const operand_scheme& s, const std::optional<float>& scale) const {
+    std::vector<std::uint8_t> rows, mx;
+    std::size_t mx_row = 0;
+    std::uint8_t lo = 0, hi = 0;
+    append_rows(rows, mx, mx_row, lo, hi, x, n, cols, s, scale);
+    const std::size_t eb = elem_bytes(s), rb = layout_row_bytes(o, cols, eb);
+    store.resize(checked_product({tiles::stored_keys(o, tokens_ + n), rb}, "kv_cache: decode layout"), 0);
+    kv_view at;
+    at.kind = eb == 2 ? element_kind::bf16 : element_kind::code8, at.order = o, at.row_bytes = rb;
+    for (std::size_t t = 0; t < n; ++t)
+      for (std::size_t c = 0; c < cols; ++c) std::memcpy(store.data() + at.offset(tokens_ + t, c), rows.data() + (t * cols + c) * eb, eb);
+  }
+
+  static std::size_t layout_row_bytes(kv_order o, std::size_t cols, std::size_t eb) noexcept {
+    return o == kv_order::key_tiles ? tiles::key_tile_row_bytes(cols, eb) : tiles::key_pair_row_bytes(cols, eb);
+  }
+
   [[nodiscard]] kv_view view_of(const std::vector<std::uint8_t>& codes, const std::vector<std::uint8_t>& mx,
                                 const operand_scheme& s, std::size_t cols, int mx_axis, float scale) const {
     kv_view v;
     v.rows = tokens_, v.cols = cols;
     v.data = codes.data();
     v.row_bytes = cols * elem_bytes(s);
+    if (tiled_) {
+      v.order = mx_axis == 1 ? kv_order::key_tiles : kv_order::key_pairs;
+      v.row_bytes = layout_row_bytes(v.order, cols, elem_bytes(s));
+    }
     if (!s) return v.kind = element_kind::f32, v;
     v.format = s->format;
     v.kind = s->format == format_id::bfloat16 ? element_kind::bf16 : element_kind::code8;
@@ -249,6 +293,7 @@ class kv_cache {
   std::size_t tokens_ = 0;
   std::optional<float> k_scale_, v_scale_;
   bool nonfinite_ = false;
+  bool tiled_ = false;
 };
 
 namespace detail {
@@ -261,6 +306,19 @@ inline void check_decode(const kv_cache& c, std::span<const float> q, std::size_
   if (q.size() != checked_product({q_heads, n, cfg.head_dim}, "decode_step: q"))
     throw shape_error("decode_step: q has " + std::to_string(q.size()) + " values; expected (Hq, n, d) = (" +
                       std::to_string(q_heads) + ", " + std::to_string(n) + ", " + std::to_string(cfg.head_dim) + ")");
+}
+
+/// A row-major copy of a view in a decode layout (its bytes in `store`), for the kernels that
+/// read rows.
+inline kv_view row_major(const kv_view& x, std::vector<std::uint8_t>& store) {
+  kv_view r = x;
+  const std::size_t eb = x.element_bytes();
+  r.order = kv_order::rows, r.row_bytes = x.cols * eb;
+  store.resize(checked_product({x.rows, x.cols, eb}, "kv_cache: row-major copy"));
+  for (std::size_t t = 0; t < x.rows; ++t)
+    for (std::size_t c = 0; c < x.cols; ++c) std::memcpy(store.data() + (t * x.cols + c) * eb, x.data + x.offset(t, c), eb);
+  r.data = store.data();
+  return r;
 }
 
 inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std::size_t n) {
@@ -303,6 +361,12 @@ inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std:
   std::vector<std::pair<kv_view, kv_view>> views(s.kv_heads);
   std::vector<std::optional<quantized_tensor>> tmp(s.kv_heads);
   for (std::size_t h = 0; h < s.kv_heads; ++h) views[h] = {c.k_view(h), c.v_view(h, tmp[h])};
+  std::vector<std::vector<std::uint8_t>> copies;  // row-major K and V for kernels that read rows
+  if (c.tiled() && !detail::reads_tiles(opt.isa, opt.kernel)) {
+    copies.resize(2 * s.kv_heads);
+    for (std::size_t h = 0; h < s.kv_heads; ++h)
+      views[h] = {detail::row_major(views[h].first, copies[2 * h]), detail::row_major(views[h].second, copies[2 * h + 1])};
+  }
   const float s_factor = static_cast<float>(softmax_scale_of(s, opt)) * qv.factor * (views.empty() ? 1.0f : views[0].first.scale);
   const float v_factor = (views.empty() ? 1.0f : views[0].second.scale) * (r.p.format ? r.p.scale : 1.0f);
   attention_result res;

@@ -260,3 +260,55 @@ TEST_CASE("kv cache: which decode blocks the bfloat16-pairs kernel takes", "[att
   CHECK_FALSE(minifloat::attention::detail::x86::pairs_apply(a));
 #endif
 }
+
+TEST_CASE("kv cache: the decode layouts hold the row-major cache's codes", "[attention]") {
+  // kv_tiles.hpp: the same codes at other places. Values, the scalar twin and the kernels that
+  // read rows (fed a row-major copy) give the row-major cache's bits; the tile kernel stays
+  // within the bound (the decode test above runs it on every recipe).
+  std::size_t cases = 0;
+  for (const char* ks : {"hifloat8/tensor", "float8_e4m3fn/tensor", "bf16"})
+    for (const std::size_t d : {std::size_t{128}, std::size_t{40}, std::size_t{6}})
+      for (const std::size_t t : {std::size_t{1}, std::size_t{17}, std::size_t{70}}) {
+        INFO(ks << " d " << d << " T " << t);
+        auto cfg = config(ks, ks, 2, d, d == 6 ? 3 : d);
+        cfg.k_scale = 0.125f, cfg.v_scale = 0.0625f;  // static: one bulk append and single-token ones agree
+        cfg.storage = kv_storage::rows;
+        kv_cache rows(cfg);
+        cfg.storage = kv_storage::tiles;
+        kv_cache tiles(cfg);
+        CHECK_FALSE(rows.tiled());
+        REQUIRE(tiles.tiled());
+        const auto k = gaussian(2 * t * d, 31 + t), v = gaussian(2 * t * cfg.v_dim, 32 + d);
+        rows.append(k, v, t);
+        for (std::size_t i = 0; i < t; ++i)
+          tiles.append(token_slice(k, 2, t, d, i, i + 1), token_slice(v, 2, t, cfg.v_dim, i, i + 1), 1);
+        for (std::size_t h = 0; h < 2; ++h) {
+          CHECK(tiles.dequantized_k(h) == rows.dequantized_k(h));
+          CHECK(tiles.dequantized_v(h) == rows.dequantized_v(h));
+        }
+        decode_recipe r;
+        r.q = parse_operand_scheme(ks, "q");
+        const auto q = gaussian(8 * d, 33);
+        for (const auto& [isa, kernel] : {std::pair{simd::isa::scalar, block_kernel::automatic}, std::pair{simd::isa::automatic, block_kernel::avx2}}) {
+          attention_options o;
+          o.isa = isa, o.kernel = kernel;
+          const auto a = decode_step(rows, q, 8, 1, r, o), b = decode_step(tiles, q, 8, 1, r, o);
+          REQUIRE(a.out.size() == b.out.size());
+          for (std::size_t i = 0; i < a.out.size(); ++i) REQUIRE(std::bit_cast<std::uint32_t>(a.out[i]) == std::bit_cast<std::uint32_t>(b.out[i]));
+        }
+        ++cases;
+      }
+  CHECK(cases == 27);
+  // the layouts put every element at its own byte
+  for (const std::size_t eb : {std::size_t{1}, std::size_t{2}}) {
+    const std::size_t d = 40, keys = 32, rk = tiles::key_tile_row_bytes(d, eb), rv = tiles::key_pair_row_bytes(d, eb);
+    std::vector<int> kseen(keys * rk, 0), vseen(keys * rv, 0);
+    for (std::size_t j = 0; j < keys; ++j)
+      for (std::size_t c = 0; c < d; ++c) {
+        ++kseen.at(tiles::key_tile_offset(j, c, rk, eb) / eb);
+        ++vseen.at(tiles::key_pair_offset(j, c, rv, eb) / eb);
+      }
+    for (const int n : kseen) CHECK(n <= 1);
+    for (const int n : vseen) CHECK(n <= 1);
+  }
+}

@@ -179,7 +179,7 @@ struct exp_constants {
 /// exp(x) in fp32 (|error| <= 3 ulp). Results below 2^-125 (x < -87, -inf) are 0: producing an
 /// fp32 subnormal costs a microcode assist per instruction on Intel cores, and every masked lane
 /// would produce one.
-MINIFLOAT_TARGET_AVX512 inline __m512 exp512(__m512 x) {
+MINIFLOAT_INLINE_AVX512 __m512 exp512(__m512 x) {
   using c = exp_constants;
   const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(c::lo), _CMP_GE_OQ);
   x = _mm512_max_ps(x, _mm512_set1_ps(c::lo));
@@ -217,7 +217,7 @@ MINIFLOAT_TARGET_AVX512 inline __m512 round_grid_rne(__m512 x, int w, int emin, 
   return _mm512_min_ps(_mm512_scalef_ps(r, q), _mm512_set1_ps(max_value));
 }
 
-MINIFLOAT_TARGET_AVX512 inline __m512 round_p(__m512 x, p_round kind, const static_format& p) {
+MINIFLOAT_INLINE_AVX512 __m512 round_p(__m512 x, p_round kind, const static_format& p) {
   switch (kind) {
     case p_round::none: return x;
     case p_round::e4m3: return round_grid_rne(x, 3, -6, 448.0f);
@@ -317,9 +317,11 @@ class line_prefetcher {
   void add(const kv_view& x, std::size_t r0, std::size_t r1) {
     r1 = std::min(r1, x.rows);
     if (x.data == nullptr || r0 >= r1 || x.cols == 0) return;
-    const std::size_t eb = x.kind == element_kind::code8 ? 1 : x.kind == element_kind::bf16 ? 2 : 4;
     const auto base = reinterpret_cast<std::uintptr_t>(x.data);  // NOLINT: addresses only
-    range_[n_++] = {(base + r0 * x.row_bytes) & ~std::uintptr_t{63}, base + (r1 - 1) * x.row_bytes + x.cols * eb};
+    // a decode layout's keys [r0, r1) (r0 a multiple of its tile) are one stretch, padding included
+    const std::uintptr_t end = x.order == kv_order::rows ? base + (r1 - 1) * x.row_bytes + x.cols * x.element_bytes()
+                                                         : base + tiles::stored_keys(x.order, r1) * x.row_bytes;
+    range_[n_++] = {(base + r0 * x.row_bytes) & ~std::uintptr_t{63}, end};
   }
   range range_[2];
   std::size_t n_ = 0, at_ = 0;
