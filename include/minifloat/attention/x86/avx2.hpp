@@ -329,14 +329,9 @@ MINIFLOAT_TARGET_AVX2 inline void run_block_avx2_as(const block_args& a) {
 
   s.srow.assign(rows * d32, 0.0f);
   for (std::size_t r = 0; r < rows; ++r) std::memcpy(s.srow.data() + r * d32, a.q + r * a.q_stride, d * sizeof(float));
-  s.part.resize(rows * chunk_keys);
-  s.st.resize(rows * chunk_keys);
-  s.acc.assign(rows * dv16, 0.0f);
+  const std::size_t kmax = start_block(s, a, dv16);
   s.vdec.resize(chunk_keys * dv32);
   if (k_chunk) s.kdec.resize(chunk_keys * d32);
-  std::size_t kmax = 0;
-  for (std::size_t r = 0; r < rows; ++r) kmax = std::max(kmax, a.limit[r]);
-  for (std::size_t r = 0; r < rows; ++r) s.m[r] = -std::numeric_limits<float>::infinity(), s.l[r] = 0.0f;
   kv_view kf;  // a decoded chunk of K as fp32 rows
   kf.kind = element_kind::f32, kf.cols = d, kf.row_bytes = d32 * 4;
   kf.data = reinterpret_cast<const std::uint8_t*>(s.kdec.data());  // NOLINT: read as bytes

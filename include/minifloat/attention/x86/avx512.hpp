@@ -365,12 +365,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_avx512(const block_args& a, bool p
           }
     s.pw.resize(rows * chunk_keys / 2);
   }
-  s.part.resize(rows * chunk_keys);
-  s.st.resize(rows * chunk_keys);
-  s.acc.assign(rows * dv64, 0.0f);
-  std::size_t kmax = 0;
-  for (std::size_t r = 0; r < rows; ++r) kmax = std::max(kmax, a.limit[r]);
-  for (std::size_t r = 0; r < rows; ++r) s.m[r] = -std::numeric_limits<float>::infinity(), s.l[r] = 0.0f;
+  const std::size_t kmax = start_block(s, a, dv64);
 
   s.zero.assign(d16, 0.0f);
   const auto* zero = reinterpret_cast<const std::uint8_t*>(s.zero.data());  // NOLINT: zero bytes for any element kind

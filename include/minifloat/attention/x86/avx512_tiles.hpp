@@ -123,73 +123,24 @@ MINIFLOAT_TARGET_AVX512 inline void pair_pv(const kv_view& v, const std::uint8_t
   fold_part<R, 4>(part, acc + g, acc_stride, alpha, v_factor);
 }
 
-/// The softmax step of R rows over one chunk (pieces.hpp's softmax_row for each row, the same
-/// operations on the same lanes), written for all rows at once so that their 4 R vectors of
-/// exp and P rounding overlap: row by row, the step's latency chain (max, exp, rounding) left
-/// the vector units idle for a fifth of the kernel's time. dots: R rows of chunk_keys raw dot
-/// products in the key tiles' lane order; p: P^ in the same order; pw (Pairs): the pair words.
-template <int R, p_round PR, bool Pairs>
+/// The softmax step of R rows over one chunk (pieces.hpp, softmax_rows) in the key tiles' lane
+/// order (lane L holds key L ^ 1): P^ to p, and with Pairs its pair words to pw (packing two
+/// tiles' lanes (1, 0, 3, 2, ...) gives the pairs (P^_2m, P^_2m+1) in key order).
+template <int R, bool Pairs>
 MINIFLOAT_TARGET_AVX512 inline void softmax_tiles(const softmax_step& k, const float* dots, std::size_t nkt, const std::size_t* vis, float* m,
                                                 float* l, float* alpha, float* p, std::uint32_t* pw) {
-  const __m512i lane = _mm512_set_epi32(14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1);  // key of each lane
-  const __m512 sf = _mm512_set1_ps(k.s_factor), pinv = _mm512_set1_ps(k.p_inv), ps = _mm512_set1_ps(k.p_scale);
-  __m512 v[R][4];
-  __mmask16 mk[R][4];
-  float mn[R];
-  MINIFLOAT_ATTENTION_UNROLL
-  for (int rr = 0; rr < R; ++rr) {
-    __m512 mc = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
-    MINIFLOAT_ATTENTION_UNROLL
-    for (int j4 = 0; j4 < 4; ++j4) {
-      mk[rr][j4] = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(vis[rr])), _mm512_add_epi32(lane, _mm512_set1_epi32(16 * j4)));
-      v[rr][j4] = static_cast<std::size_t>(j4) < nkt ? _mm512_maskz_mul_ps(mk[rr][j4], _mm512_loadu_ps(dots + rr * chunk_keys + 16 * j4), sf)
-                                                     : _mm512_setzero_ps();
-      mc = _mm512_mask_max_ps(mc, mk[rr][j4], mc, v[rr][j4]);
-    }
-    mn[rr] = vis[rr] == 0 ? m[rr] : std::max(m[rr], _mm512_reduce_max_ps(mc));
-    alpha[rr] = vis[rr] == 0 ? 1.0f : m[rr] == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(m[rr] - mn[rr]);
-  }
-  __m512 lsum[R];
-  MINIFLOAT_ATTENTION_UNROLL
-  for (int rr = 0; rr < R; ++rr) {
-    lsum[rr] = _mm512_setzero_ps();
-    const __m512 mnv = _mm512_set1_ps(vis[rr] == 0 ? 0.0f : mn[rr]);
-    MINIFLOAT_ATTENTION_UNROLL
-    for (int j4 = 0; j4 < 4; ++j4) {
-      __m512 e = _mm512_maskz_mov_ps(mk[rr][j4], exp512(_mm512_sub_ps(v[rr][j4], mnv)));
-      lsum[rr] = _mm512_add_ps(lsum[rr], e);
-      if constexpr (PR != p_round::none) e = round_p(k.p_pow2 ? _mm512_mul_ps(e, pinv) : _mm512_div_ps(e, ps), PR, k.p);
-      v[rr][j4] = e;
-    }
-  }
+  __m512 e[R][4];
+  with_p_round(k.pr, [&]<p_round PR>() { softmax_rows<R, PR, true>(k, dots, nkt, vis, m, l, alpha, e); });
   MINIFLOAT_ATTENTION_UNROLL
   for (int rr = 0; rr < R; ++rr) {
     float* pr = p + static_cast<std::size_t>(rr) * chunk_keys;
     MINIFLOAT_ATTENTION_UNROLL
-    for (int j4 = 0; j4 < 4; ++j4) _mm512_storeu_ps(pr + 16 * j4, v[rr][j4]);
-    if constexpr (Pairs)  // lanes hold keys (1, 0, 3, 2, ...): packing two tiles gives the pair words in key order
+    for (int j4 = 0; j4 < 4; ++j4) _mm512_storeu_ps(pr + 16 * j4, e[rr][j4]);
+    if constexpr (Pairs)
       MINIFLOAT_ATTENTION_UNROLL
       for (int j4 = 0; j4 < 4; j4 += 2)
         _mm512_storeu_si512(pw + static_cast<std::size_t>(rr) * (chunk_keys / 2) + 8 * static_cast<std::size_t>(j4),
-                            reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(v[rr][j4 + 1], v[rr][j4])));
-    if (vis[rr] == 0) continue;
-    l[rr] = l[rr] * alpha[rr] + _mm512_reduce_add_ps(lsum[rr]);
-    m[rr] = mn[rr];
-  }
-}
-
-/// softmax_tiles with the P rounding chosen at run time.
-template <int R, bool Pairs>
-MINIFLOAT_TARGET_AVX512 inline void softmax_tiles(const softmax_step& k, const float* dots, std::size_t nkt, const std::size_t* vis, float* m,
-                                                float* l, float* alpha, float* p, std::uint32_t* pw) {
-  switch (k.pr) {
-    case p_round::none: softmax_tiles<R, p_round::none, Pairs>(k, dots, nkt, vis, m, l, alpha, p, pw); break;
-    case p_round::hifloat8: softmax_tiles<R, p_round::hifloat8, Pairs>(k, dots, nkt, vis, m, l, alpha, p, pw); break;
-    case p_round::e4m3: softmax_tiles<R, p_round::e4m3, Pairs>(k, dots, nkt, vis, m, l, alpha, p, pw); break;
-    case p_round::e5m2: softmax_tiles<R, p_round::e5m2, Pairs>(k, dots, nkt, vis, m, l, alpha, p, pw); break;
-    case p_round::bf16: softmax_tiles<R, p_round::bf16, Pairs>(k, dots, nkt, vis, m, l, alpha, p, pw); break;
-    case p_round::f16: softmax_tiles<R, p_round::f16, Pairs>(k, dots, nkt, vis, m, l, alpha, p, pw); break;
-    case p_round::scalar: softmax_tiles<R, p_round::scalar, Pairs>(k, dots, nkt, vis, m, l, alpha, p, pw); break;
+                            reinterpret_cast<__m512i>(_mm512_cvtne2ps_pbh(e[rr][j4 + 1], e[rr][j4])));
   }
 }
 
@@ -210,12 +161,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_tiles(const block_args& a, bool pa
       s.qw[i] = (std::bit_cast<std::uint32_t>(s.srow[2 * i]) & 0xFFFF0000U) | (std::bit_cast<std::uint32_t>(s.srow[2 * i + 1]) >> 16);
     s.pw.resize(rows * chunk_keys / 2);
   }
-  s.part.resize(rows * chunk_keys);
-  s.st.resize(rows * chunk_keys);
-  s.acc.assign(rows * dv64, 0.0f);
-  std::size_t kmax = 0;
-  for (std::size_t r = 0; r < rows; ++r) kmax = std::max(kmax, a.limit[r]);
-  for (std::size_t r = 0; r < rows; ++r) s.m[r] = -std::numeric_limits<float>::infinity(), s.l[r] = 0.0f;
+  const std::size_t kmax = start_block(s, a, dv64);
 
   line_prefetcher pf;
   const std::size_t groups = (rows + 3) / 4;

@@ -485,6 +485,21 @@ inline void with_rows(std::size_t rows, F&& f) {
   }
 }
 
+/// Sets up the scratch of a vector kernel's block with one accumulator row of `width` floats per
+/// query row: S and P^ rows of a chunk, zero accumulators, running max -inf and sum 0; returns
+/// the keys the block reads (the most any row sees).
+inline std::size_t start_block(scratch& s, const block_args& a, std::size_t width) {
+  s.part.resize(a.rows * chunk_keys);
+  s.st.resize(a.rows * chunk_keys);
+  s.acc.assign(a.rows * width, 0.0f);
+  std::size_t kmax = 0;
+  for (std::size_t r = 0; r < a.rows; ++r) {
+    kmax = std::max(kmax, a.limit[r]);
+    s.m[r] = -std::numeric_limits<float>::infinity(), s.l[r] = 0.0f;
+  }
+  return kmax;
+}
+
 /// A block's outputs from its accumulator rows (natural order, `width` floats each): out = acc / l
 /// (0 where nothing was visible), and each row's m and l.
 inline void finish_block(const block_args& a, const scratch& s, std::size_t width) {
@@ -514,42 +529,80 @@ struct softmax_step {
   [[nodiscard]] unsigned p_planes() const noexcept { return (pr == p_round::none || pr == p_round::f16) ? 3U : 1U; }
 };
 
-/// One query row's step over a chunk of at most 64 keys: dots[0 .. 16 * nkt) are its raw dot
-/// products q . k_j, the first `vis` visible; m and l are the row's running max and sum. Writes P^
-/// for the chunk's 64 keys (0 beyond vis) as `npp` bfloat16 planes at pa (plane stride pa_plane),
-/// or as fp32 at pf when pa is null; returns alpha = exp(m_old - m_new) (1 when nothing is visible).
+/// Calls f.template operator()<PR>() with the block's P rounding as a constant.
+template <class F>
+inline void with_p_round(p_round pr, F&& f) {
+  switch (pr) {
+    case p_round::none: f.template operator()<p_round::none>(); break;
+    case p_round::hifloat8: f.template operator()<p_round::hifloat8>(); break;
+    case p_round::e4m3: f.template operator()<p_round::e4m3>(); break;
+    case p_round::e5m2: f.template operator()<p_round::e5m2>(); break;
+    case p_round::bf16: f.template operator()<p_round::bf16>(); break;
+    case p_round::f16: f.template operator()<p_round::f16>(); break;
+    case p_round::scalar: f.template operator()<p_round::scalar>(); break;
+  }
+}
+
+/// The softmax step of R query rows over one chunk of at most 64 keys (kernel.hpp's order).
+/// dots: each row's raw dot products q . k_j (row stride chunk_keys, the first 16 nkt written);
+/// position i of each 16-key group holds the group's key i (Swapped: i ^ 1, the lanes of the key
+/// tiles, kv_tiles.hpp); row r sees its first vis[r]
+/// keys; m, l are the rows' running max and sum. Leaves P^ in p (same positions, 0 where not
+/// visible) and alpha = exp(m_old - m_new) per row (1 where nothing is visible). All rows in one
+/// step so that their 4 R vectors of exp and P rounding overlap: row by row, the step's latency
+/// chain (max, exp, rounding) left the vector units idle.
+template <int R, p_round PR, bool Swapped>
+MINIFLOAT_TARGET_AVX512 inline void softmax_rows(const softmax_step& k, const float* dots, std::size_t nkt, const std::size_t* vis, float* m,
+                                              float* l, float* alpha, __m512 (&p)[R][4]) {
+  const __m512i lane_key = Swapped ? _mm512_set_epi32(14, 15, 12, 13, 10, 11, 8, 9, 6, 7, 4, 5, 2, 3, 0, 1)
+                                   : _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m512 sf = _mm512_set1_ps(k.s_factor), pinv = _mm512_set1_ps(k.p_inv), ps = _mm512_set1_ps(k.p_scale);
+  __mmask16 mk[R][4];
+  float mn[R];
+  MINIFLOAT_ATTENTION_UNROLL
+  for (int rr = 0; rr < R; ++rr) {
+    __m512 mc = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+    MINIFLOAT_ATTENTION_UNROLL
+    for (int j4 = 0; j4 < 4; ++j4) {
+      mk[rr][j4] = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(vis[rr])), _mm512_add_epi32(lane_key, _mm512_set1_epi32(16 * j4)));
+      p[rr][j4] = static_cast<std::size_t>(j4) < nkt
+                      ? _mm512_maskz_mul_ps(mk[rr][j4], _mm512_loadu_ps(dots + static_cast<std::size_t>(rr) * chunk_keys + 16 * static_cast<std::size_t>(j4)), sf)
+                      : _mm512_setzero_ps();
+      mc = _mm512_mask_max_ps(mc, mk[rr][j4], mc, p[rr][j4]);
+    }
+    mn[rr] = vis[rr] == 0 ? m[rr] : std::max(m[rr], _mm512_reduce_max_ps(mc));
+    alpha[rr] = vis[rr] == 0 ? 1.0f : m[rr] == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(m[rr] - mn[rr]);
+  }
+  MINIFLOAT_ATTENTION_UNROLL
+  for (int rr = 0; rr < R; ++rr) {
+    __m512 lsum = _mm512_setzero_ps();
+    const __m512 mnv = _mm512_set1_ps(vis[rr] == 0 ? 0.0f : mn[rr]);
+    MINIFLOAT_ATTENTION_UNROLL
+    for (int j4 = 0; j4 < 4; ++j4) {
+      __m512 e = _mm512_maskz_mov_ps(mk[rr][j4], exp512(_mm512_sub_ps(p[rr][j4], mnv)));
+      lsum = _mm512_add_ps(lsum, e);
+      if constexpr (PR != p_round::none) e = round_p(k.p_pow2 ? _mm512_mul_ps(e, pinv) : _mm512_div_ps(e, ps), PR, k.p);
+      p[rr][j4] = e;
+    }
+    if (vis[rr] == 0) continue;
+    l[rr] = l[rr] * alpha[rr] + _mm512_reduce_add_ps(lsum);
+    m[rr] = mn[rr];
+  }
+}
+
+/// One query row's step over a chunk of at most 64 keys (softmax_rows, keys in natural order):
+/// dots[0 .. 16 * nkt) are its raw dot products q . k_j, the first `vis` visible; m and l are the
+/// row's running max and sum. Writes P^ for the chunk's 64 keys (0 beyond vis) as `npp` bfloat16
+/// planes at pa (plane stride pa_plane), or as fp32 at pf when pa is null; returns alpha.
 MINIFLOAT_TARGET_AVX512 inline float softmax_row(const softmax_step& k, const float* dots, std::size_t nkt, std::size_t vis, float& m,
                                               float& l, std::uint16_t* pa, unsigned npp, std::size_t pa_plane, float* pf) {
-  if (vis == 0) {
-    if (pa != nullptr)
-      for (unsigned pl = 0; pl < npp; ++pl) std::memset(pa + pl * pa_plane, 0, chunk_keys * 2);
-    else if (pf != nullptr)
-      std::memset(pf, 0, chunk_keys * sizeof(float));
-    return 1.0f;
-  }
-  const __m512i lane = _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
-  const __m512 sf = _mm512_set1_ps(k.s_factor);
-  __m512 v[4];
-  __mmask16 mk[4];
-  __m512 mc = _mm512_set1_ps(-std::numeric_limits<float>::infinity());
+  float alpha = 1.0f;
+  __m512 p[1][4];
+  with_p_round(k.pr, [&]<p_round PR>() { softmax_rows<1, PR, false>(k, dots, nkt, &vis, &m, &l, &alpha, p); });
   for (std::size_t j4 = 0; j4 < 4; ++j4) {
-    mk[j4] = _mm512_cmpgt_epi32_mask(_mm512_set1_epi32(static_cast<int>(vis)), _mm512_add_epi32(lane, _mm512_set1_epi32(static_cast<int>(16 * j4))));
-    v[j4] = j4 < nkt ? _mm512_maskz_mul_ps(mk[j4], _mm512_loadu_ps(dots + 16 * j4), sf) : _mm512_setzero_ps();
-    mc = _mm512_mask_max_ps(mc, mk[j4], mc, v[j4]);
+    if (pa != nullptr) store_planes16(p[0][j4], npp, pa + 16 * j4, pa_plane);
+    else _mm512_storeu_ps(pf + 16 * j4, p[0][j4]);
   }
-  const float mo = m, mn = std::max(mo, _mm512_reduce_max_ps(mc));
-  const float alpha = mo == -std::numeric_limits<float>::infinity() ? 0.0f : std::exp(mo - mn);
-  __m512 lsum = _mm512_setzero_ps();
-  const __m512 mnv = _mm512_set1_ps(mn), pinv = _mm512_set1_ps(k.p_inv), ps = _mm512_set1_ps(k.p_scale);
-  for (std::size_t j4 = 0; j4 < 4; ++j4) {
-    __m512 e = _mm512_maskz_mov_ps(mk[j4], exp512(_mm512_sub_ps(v[j4], mnv)));
-    lsum = _mm512_add_ps(lsum, e);
-    if (k.pr != p_round::none) e = round_p(k.p_pow2 ? _mm512_mul_ps(e, pinv) : _mm512_div_ps(e, ps), k.pr, k.p);
-    if (pa != nullptr) store_planes16(e, npp, pa + 16 * j4, pa_plane);
-    else _mm512_storeu_ps(pf + 16 * j4, e);
-  }
-  l = l * alpha + _mm512_reduce_add_ps(lsum);
-  m = mn;
   return alpha;
 }
 
