@@ -37,10 +37,14 @@
 #include <string>
 #include <vector>
 
+#include "../core/page_allocator.hpp"
 #include "../quant/quantized_tensor.hpp"
 #include "forward.hpp"
 
 namespace minifloat::attention {
+
+/// The cache's code storage: huge-page backed where large (core/page_allocator.hpp).
+using byte_store = std::vector<std::uint8_t, page_allocator<std::uint8_t>>;
 
 enum class kv_layout : std::uint8_t { separate, merged };
 enum class pv_source : std::uint8_t { second_copy, requantize };
@@ -179,7 +183,7 @@ class kv_cache {
 
  private:
   struct head {
-    std::vector<std::uint8_t> k, kmx, v, vmx;
+    byte_store k, kmx, v, vmx;
     std::size_t kmx_row = 0, vmx_row = 0;
     std::uint8_t kmx_lo = 0xFF, kmx_hi = 0, vmx_lo = 0xFF, vmx_hi = 0;  // range of the E8M0 scales
     std::vector<float> vstage;  // fp32 tokens of the incomplete MX block along T
@@ -198,7 +202,7 @@ class kv_cache {
     return q.scales().empty() ? 1.0f : q.scales()[0];
   }
 
-  static void append_rows(std::vector<std::uint8_t>& codes, std::vector<std::uint8_t>& mx, std::size_t& mx_row,
+  static void append_rows(byte_store& codes, byte_store& mx, std::size_t& mx_row,
                           std::uint8_t& lo, std::uint8_t& hi, std::span<const float> x, std::size_t n, std::size_t cols,
                           const operand_scheme& s, const std::optional<float>& scale) {
     if (!s) {
@@ -242,9 +246,9 @@ class kv_cache {
   }
 
   /// Quantizes n tokens as append_rows does and writes their codes at their places in a decode layout.
-  void append_tiled(std::vector<std::uint8_t>& store, kv_order o, std::span<const float> x, std::size_t n, std::size_t cols,
+  void append_tiled(byte_store& store, kv_order o, std::span<const float> x, std::size_t n, std::size_t cols,
                     const operand_scheme& s, const std::optional<float>& scale) const {
-    std::vector<std::uint8_t> rows, mx;
+    byte_store rows, mx;
     std::size_t mx_row = 0;
     std::uint8_t lo = 0, hi = 0;
     append_rows(rows, mx, mx_row, lo, hi, x, n, cols, s, scale);
@@ -260,7 +264,7 @@ class kv_cache {
     return o == kv_order::key_tiles ? tiles::key_tile_row_bytes(cols, eb) : tiles::key_pair_row_bytes(cols, eb);
   }
 
-  [[nodiscard]] kv_view view_of(const std::vector<std::uint8_t>& codes, const std::vector<std::uint8_t>& mx,
+  [[nodiscard]] kv_view view_of(const byte_store& codes, const byte_store& mx,
                                 const operand_scheme& s, std::size_t cols, int mx_axis, float scale) const {
     kv_view v;
     v.rows = tokens_, v.cols = cols;
@@ -310,7 +314,7 @@ inline void check_decode(const kv_cache& c, std::span<const float> q, std::size_
 
 /// A row-major copy of a view in a decode layout (its bytes in `store`), for the kernels that
 /// read rows.
-inline kv_view row_major(const kv_view& x, std::vector<std::uint8_t>& store) {
+inline kv_view row_major(const kv_view& x, byte_store& store) {
   kv_view r = x;
   const std::size_t eb = x.element_bytes();
   r.order = kv_order::rows, r.row_bytes = x.cols * eb;
@@ -361,7 +365,7 @@ inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std:
   std::vector<std::pair<kv_view, kv_view>> views(s.kv_heads);
   std::vector<std::optional<quantized_tensor>> tmp(s.kv_heads);
   for (std::size_t h = 0; h < s.kv_heads; ++h) views[h] = {c.k_view(h), c.v_view(h, tmp[h])};
-  std::vector<std::vector<std::uint8_t>> copies;  // row-major K and V for kernels that read rows
+  std::vector<byte_store> copies;  // row-major K and V for kernels that read rows
   if (c.tiled() && !detail::reads_tiles(opt.isa, opt.kernel)) {
     copies.resize(2 * s.kv_heads);
     for (std::size_t h = 0; h < s.kv_heads; ++h)

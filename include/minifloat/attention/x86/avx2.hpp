@@ -79,20 +79,18 @@ MINIFLOAT_INLINE_AVX2 __m256 round_p256(__m256 x, p_round kind, const static_for
       return _mm256_cvtph_ps(h);
     }
     case p_round::hifloat8: {
-      x = _mm256_min_ps(x, _mm256_set1_ps(32768.0f));
-      const __m256 e = _mm256_max_ps(exponent256(x), _mm256_set1_ps(-22.0f));
-      const __m256 a = _mm256_andnot_ps(_mm256_set1_ps(-0.0f), e);
-      __m256 w = _mm256_set1_ps(1.0f);
-      w = _mm256_blendv_ps(w, _mm256_set1_ps(2.0f), _mm256_cmp_ps(a, _mm256_set1_ps(7.0f), _CMP_LE_OQ));
-      w = _mm256_blendv_ps(w, _mm256_set1_ps(3.0f), _mm256_cmp_ps(a, _mm256_set1_ps(3.0f), _CMP_LE_OQ));
-      w = _mm256_blendv_ps(w, _mm256_setzero_ps(), _mm256_cmp_ps(e, _mm256_set1_ps(-15.0f), _CMP_LT_OQ));
-      w = _mm256_blendv_ps(w, _mm256_setzero_ps(), _mm256_cmp_ps(a, _mm256_set1_ps(15.0f), _CMP_GT_OQ));
-      const __m256 q = _mm256_sub_ps(e, w);
-      const __m256 y = _mm256_mul_ps(x, pow2_256(_mm256_sub_ps(_mm256_setzero_ps(), q)));
-      // ties away: floor(y + 1/2), exact for y >= 1/2; below 1/2 the result is 0
-      const __m256 r = _mm256_and_ps(_mm256_cmp_ps(y, _mm256_set1_ps(0.5f), _CMP_GE_OQ),
-                                     _mm256_round_ps(_mm256_add_ps(y, _mm256_set1_ps(0.5f)), _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC));
-      return _mm256_min_ps(_mm256_mul_ps(r, pow2_256(q)), _mm256_set1_ps(32768.0f));
+      // pieces.hpp's integer form; the mantissa width w = [|E| < 4] + [|E| < 8] + [|E| < 16]
+      const __m256i b = _mm256_castps_si256(_mm256_min_ps(x, _mm256_set1_ps(32768.0f)));
+      const __m256i be = _mm256_srli_epi32(b, 23);
+      const __m256i a = _mm256_abs_epi32(_mm256_sub_epi32(be, _mm256_set1_epi32(127)));
+      const __m256i nw = _mm256_add_epi32(_mm256_add_epi32(_mm256_cmpgt_epi32(_mm256_set1_epi32(4), a), _mm256_cmpgt_epi32(_mm256_set1_epi32(8), a)),
+                                          _mm256_cmpgt_epi32(_mm256_set1_epi32(16), a));  // -w
+      const __m256i half = _mm256_srlv_epi32(_mm256_set1_epi32(1 << 22), _mm256_sub_epi32(_mm256_setzero_si256(), nw));
+      __m256i r = _mm256_and_si256(_mm256_add_epi32(b, half), _mm256_sub_epi32(_mm256_setzero_si256(), _mm256_add_epi32(half, half)));
+      const __m256i tiny = _mm256_cmpgt_epi32(_mm256_set1_epi32(127 - 22), be);
+      const __m256i up = _mm256_and_si256(_mm256_cmpeq_epi32(be, _mm256_set1_epi32(127 - 23)), _mm256_set1_epi32(0x34800000));
+      r = _mm256_blendv_epi8(r, up, tiny);
+      return _mm256_castsi256_ps(r);
     }
     case p_round::scalar: {
       alignas(32) float t[8];
