@@ -7,7 +7,7 @@
 //
 // Why: on 4 KiB pages a decode step misses the TLB on every page it reads, and the software
 // prefetches the kernels issue ahead of their loads waited on those page walks (on Zen 4, 40 %
-// of the P V loop sat on one prefetch instruction). Measured effect: docs/attention.md#kv-cache.
+// of the P V loop sat on one prefetch instruction). Measured effect: docs/attention.md#kv-cache-and-decode.
 // The cost: at most one huge page of padding per allocation above 2 MiB.
 #include <cstddef>
 #include <new>
