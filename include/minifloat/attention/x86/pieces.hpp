@@ -602,7 +602,7 @@ MINIFLOAT_TARGET_AVX512 inline float softmax_row(const softmax_step& k, const fl
   with_p_round(k.pr, [&]<p_round PR>() { softmax_rows<1, PR, false>(k, dots, nkt, &vis, &m, &l, &alpha, p); });
   for (std::size_t j4 = 0; j4 < 4; ++j4) {
     if (pa != nullptr) store_planes16(p[0][j4], npp, pa + 16 * j4, pa_plane);
-    else _mm512_storeu_ps(pf + 16 * j4, p[0][j4]);
+    else if (pf != nullptr) _mm512_storeu_ps(pf + 16 * j4, p[0][j4]);  // (the AMX kernel passes pa only)
   }
   return alpha;
 }
