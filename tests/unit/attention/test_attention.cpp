@@ -218,8 +218,19 @@ TEST_CASE("attention: the vector P rounding and exp agree with the scalar defini
       for (std::size_t i = 0; i < x.size(); ++i)
         if (std::bit_cast<std::uint32_t>(y5[i]) != std::bit_cast<std::uint32_t>(y2[i])) ++differ;
       CHECK(differ == 0);
+      // the softmax's forms for x in [0, 256] (p_scale >= 2^-8)
+      const ad::x86::p_round le = ad::x86::p_round_for(p);
+      CHECK((le != ad::x86::p_round_of(p)) == (f == format_id::hifloat8 || f == format_id::float8_e4m3fn || f == format_id::float8_e5m2));
+      ad::x86::round_p_array(x.data(), y5.data(), x.size(), p, le);
+      std::size_t in_range = 0, differ_le = 0;
+      for (std::size_t i = 0; i < x.size(); ++i)
+        if (x[i] <= 256.0f) ++in_range, differ_le += std::bit_cast<std::uint32_t>(y5[i]) != std::bit_cast<std::uint32_t>(y2[i]);
+      CHECK(in_range > 100000);
+      CHECK(differ_le == 0);
     }
   }
+  CHECK(ad::x86::p_round_for(static_format{format_id::hifloat8, 0x1p-9f}) == ad::x86::p_round::hifloat8);
+  CHECK(ad::x86::p_round_for(static_format{format_id::hifloat8, 0x1p-8f}) == ad::x86::p_round::hifloat8_le256);
   std::vector<float> t;
   for (int i = 0; i < 200000; ++i) t.push_back(-90.0f * u(g));
   std::vector<float> e2(t.size()), e5(t.size());
@@ -236,6 +247,15 @@ TEST_CASE("attention: the vector P rounding and exp agree with the scalar defini
     std::size_t differ = 0;
     for (std::size_t i = 0; i < t.size(); ++i) differ += std::bit_cast<std::uint32_t>(e5[i]) != std::bit_cast<std::uint32_t>(e2[i]);
     CHECK(differ == 0);
+    // the softmax's form: the same bits where visible (x <= 0 here), 0 elsewhere
+    std::vector<float> ev(t.size());
+    ad::x86::exp_visible_array(t.data(), ev.data(), t.size(), 0xB5A7);
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < t.size(); ++i) {
+      const bool visible = ((0xB5A7U >> (i % 16)) & 1U) != 0;
+      wrong += std::bit_cast<std::uint32_t>(ev[i]) != (visible ? std::bit_cast<std::uint32_t>(e5[i]) : 0U);
+    }
+    CHECK(wrong == 0);
   }
 #else
   // the vector kernels exist only on x86; the scalar twin rounds with round_to_format itself

@@ -66,8 +66,10 @@ MINIFLOAT_INLINE_AVX2 __m256 round_grid_rne256(__m256 x, int w, int emin, float 
 MINIFLOAT_INLINE_AVX2 __m256 round_p256(__m256 x, p_round kind, const static_format& p) {
   switch (kind) {
     case p_round::none: return x;
-    case p_round::e4m3: return round_grid_rne256(x, 3, -6, 448.0f);
-    case p_round::e5m2: return round_grid_rne256(x, 2, -14, 57344.0f);
+    case p_round::e4m3:
+    case p_round::e4m3_le256: return round_grid_rne256(x, 3, -6, 448.0f);
+    case p_round::e5m2:
+    case p_round::e5m2_le256: return round_grid_rne256(x, 2, -14, 57344.0f);
     case p_round::bf16: {
       const __m256i b = _mm256_castps_si256(_mm256_min_ps(x, _mm256_set1_ps(bf16_max)));
       const __m256i odd = _mm256_and_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(1));
@@ -78,7 +80,8 @@ MINIFLOAT_INLINE_AVX2 __m256 round_p256(__m256 x, p_round kind, const static_for
       const __m128i h = _mm256_cvtps_ph(_mm256_min_ps(x, _mm256_set1_ps(65504.0f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
       return _mm256_cvtph_ps(h);
     }
-    case p_round::hifloat8: {
+    case p_round::hifloat8:
+    case p_round::hifloat8_le256: {
       // pieces.hpp's integer form; the mantissa width w = [|E| < 4] + [|E| < 8] + [|E| < 16]
       const __m256i b = _mm256_castps_si256(_mm256_min_ps(x, _mm256_set1_ps(32768.0f)));
       const __m256i be = _mm256_srli_epi32(b, 23);

@@ -192,9 +192,25 @@ MINIFLOAT_INLINE_AVX512 __m512 exp512(__m512 x) {
   return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
 }
 
+/// maskz(visible, exp512(x)) where every visible x is at most 88 or NaN (the softmax's S - m <= 0):
+/// no clamp from above, and the two masks applied by the one scalef. The same bits in those lanes.
+MINIFLOAT_INLINE_AVX512 __m512 exp512_visible(__m512 x, __mmask16 visible) {
+  using c = exp_constants;
+  const __mmask16 keep = _mm512_mask_cmp_ps_mask(visible, x, _mm512_set1_ps(c::lo), _CMP_GE_OQ);
+  x = _mm512_max_ps(x, _mm512_set1_ps(c::lo));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(c::log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_hi), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_lo), r);
+  __m512 p = _mm512_set1_ps(c::poly[0]);
+  for (std::size_t i = 1; i < std::size(c::poly); ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c::poly[i]));
+  return _mm512_maskz_scalef_ps(keep, p, n);
+}
+
 /// The P formats with a vector rounding: decode(encode_F(x)) for finite x >= 0, F's default
-/// rounding, saturating (equal to narrow<F>(x, saturating); tested against it).
-enum class p_round : std::uint8_t { none, hifloat8, e4m3, e5m2, bf16, f16, scalar };
+/// rounding, saturating (equal to narrow<F>(x, saturating); tested against it). The `_le256`
+/// kinds are the same roundings for x in [0, 256] only, in fewer instructions: the softmax's
+/// P~ / p_scale, where P~ <= 1, when p_scale >= 2^-8 (p_round_for).
+enum class p_round : std::uint8_t { none, hifloat8, e4m3, e5m2, bf16, f16, scalar, hifloat8_le256, e4m3_le256, e5m2_le256 };
 
 inline p_round p_round_of(const static_format& p) noexcept {
   if (!p.format) return p_round::none;
@@ -208,6 +224,19 @@ inline p_round p_round_of(const static_format& p) noexcept {
   }
 }
 
+/// The rounding the softmax uses for P~ / p.scale (P~ in [0, 1]): the `_le256` form where
+/// p.scale >= 2^-8 keeps the quotient at most 256.
+inline p_round p_round_for(const static_format& p) noexcept {
+  const p_round r = p_round_of(p);
+  if (!(p.scale >= 0x1p-8f) || !std::isfinite(p.scale)) return r;
+  switch (r) {
+    case p_round::hifloat8: return p_round::hifloat8_le256;
+    case p_round::e4m3: return p_round::e4m3_le256;
+    case p_round::e5m2: return p_round::e5m2_le256;
+    default: return r;
+  }
+}
+
 /// Round to a binary grid with w mantissa bits above the exponent floor emin, RNE.
 MINIFLOAT_TARGET_AVX512 inline __m512 round_grid_rne(__m512 x, int w, int emin, float max_value) {
   const __m512 e = _mm512_max_ps(_mm512_getexp_ps(x), _mm512_set1_ps(static_cast<float>(emin)));
@@ -217,9 +246,49 @@ MINIFLOAT_TARGET_AVX512 inline __m512 round_grid_rne(__m512 x, int w, int emin, 
   return _mm512_min_ps(_mm512_scalef_ps(r, q), _mm512_set1_ps(max_value));
 }
 
+/// round_grid_rne for x in [0, 256] (no saturation): adding C = 2^(max(E, emin) + 23 - w), whose
+/// fp32 ulp is x's grid step, rounds x to the grid, ties to even (C's low bits are zero, so the
+/// sum's last bit is the grid multiple's parity); subtracting C is exact.
+MINIFLOAT_INLINE_AVX512 __m512 round_grid_le256(__m512 x, int w, int emin) {
+  const __m512i b = _mm512_max_epi32(_mm512_castps_si512(x), _mm512_set1_epi32((emin + 127) << 23));
+  const __m512 c = _mm512_castsi512_ps(
+      _mm512_add_epi32(_mm512_and_si512(b, _mm512_set1_epi32(0x7F800000)), _mm512_set1_epi32((23 - w) << 23)));
+  return _mm512_sub_ps(_mm512_add_ps(x, c), c);
+}
+
+/// HiF8's rounding on the bits for x in [0, 256]: round_p's algorithm with the half step and the
+/// mask of the kept bits looked up by the biased exponent be (vpermi2d reads its low 5 bits:
+/// be = 104 .. 135 are 32 distinct entries), so no |E|, no clamp and no fix-up: be = 104
+/// ([2^-23, 2^-22), ties away to 2^-22) adds a whole binade and keeps only the exponent, and
+/// below 2^-23 the result is 0.
+struct hif8_le256_tables {
+  alignas(64) std::uint32_t half[32];
+  alignas(64) std::uint32_t keep[32];
+  constexpr hif8_le256_tables() : half{}, keep{} {
+    for (int i = 0; i < 32; ++i) {
+      const int be = i < 8 ? 128 + i : 96 + i, a = be > 127 ? be - 127 : 127 - be;
+      const int w = a <= 3 ? 3 : a <= 7 ? 2 : a <= 15 ? 1 : 0;
+      half[i] = be == 104 ? 1U << 23 : 1U << (22 - w);
+      keep[i] = be == 104 ? 0xFF800000U : ~((1U << (23 - w)) - 1U);
+    }
+  }
+};
+inline constexpr hif8_le256_tables hif8_le256{};
+
+MINIFLOAT_INLINE_AVX512 __m512 round_hif8_le256(__m512 x) {
+  const __m512i b = _mm512_castps_si512(x), be = _mm512_srli_epi32(b, 23);
+  const __m512i half = _mm512_permutex2var_epi32(_mm512_load_si512(hif8_le256.half), be, _mm512_load_si512(hif8_le256.half + 16));
+  const __m512i keep = _mm512_permutex2var_epi32(_mm512_load_si512(hif8_le256.keep), be, _mm512_load_si512(hif8_le256.keep + 16));
+  const __mmask16 some = _mm512_cmpge_epi32_mask(b, _mm512_set1_epi32(104 << 23));  // x >= 2^-23
+  return _mm512_castsi512_ps(_mm512_maskz_and_epi32(some, _mm512_add_epi32(b, half), keep));
+}
+
 MINIFLOAT_INLINE_AVX512 __m512 round_p(__m512 x, p_round kind, const static_format& p) {
   switch (kind) {
     case p_round::none: return x;
+    case p_round::hifloat8_le256: return round_hif8_le256(x);
+    case p_round::e4m3_le256: return round_grid_le256(x, 3, -6);
+    case p_round::e5m2_le256: return round_grid_le256(x, 2, -14);
     case p_round::e4m3: return round_grid_rne(x, 3, -6, 448.0f);
     case p_round::e5m2: return round_grid_rne(x, 2, -14, 57344.0f);
     case p_round::bf16: {
@@ -274,11 +343,18 @@ MINIFLOAT_TARGET_AVX512 inline void store_planes16(__m512 x, unsigned planes, st
 }
 
 /// Array forms of round_p and exp512 for tests (n a multiple of 16).
+MINIFLOAT_TARGET_AVX512 inline void round_p_array(const float* x, float* out, std::size_t n, const static_format& p, p_round kind) {
+  for (std::size_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, round_p(_mm512_loadu_ps(x + i), kind, p));
+}
 MINIFLOAT_TARGET_AVX512 inline void round_p_array(const float* x, float* out, std::size_t n, const static_format& p) {
-  for (std::size_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, round_p(_mm512_loadu_ps(x + i), p_round_of(p), p));
+  round_p_array(x, out, n, p, p_round_of(p));
 }
 MINIFLOAT_TARGET_AVX512 inline void exp_array(const float* x, float* out, std::size_t n) {
   for (std::size_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, exp512(_mm512_loadu_ps(x + i)));
+}
+/// exp512_visible on x with lane i of each 16 visible where bit i of `visible` is set.
+MINIFLOAT_TARGET_AVX512 inline void exp_visible_array(const float* x, float* out, std::size_t n, std::uint16_t visible) {
+  for (std::size_t i = 0; i < n; i += 16) _mm512_storeu_ps(out + i, exp512_visible(_mm512_loadu_ps(x + i), visible));
 }
 
 // --- operand decoding ------------------------------------------------------------------------------
@@ -521,7 +597,7 @@ struct softmax_step {
   bool p_pow2 = false;  ///< x / p_scale is x * (1 / p_scale) exactly (a power of two, 1 by default)
   static_format p;
   p_round pr = p_round::none;
-  explicit softmax_step(const block_args& a) : s_factor(a.s_factor), p_scale(a.p.scale), p(a.p), pr(p_round_of(a.p)) {
+  explicit softmax_step(const block_args& a) : s_factor(a.s_factor), p_scale(a.p.scale), p(a.p), pr(p_round_for(a.p)) {
     int e = 0;
     p_pow2 = std::isfinite(p_scale) && std::frexp(p_scale, &e) == 0.5f && e > -125 && e < 127;
     p_inv = p_pow2 ? 1.0f / p_scale : 1.0f;
@@ -541,6 +617,9 @@ inline void with_p_round(p_round pr, F&& f) {
     case p_round::bf16: f.template operator()<p_round::bf16>(); break;
     case p_round::f16: f.template operator()<p_round::f16>(); break;
     case p_round::scalar: f.template operator()<p_round::scalar>(); break;
+    case p_round::hifloat8_le256: f.template operator()<p_round::hifloat8_le256>(); break;
+    case p_round::e4m3_le256: f.template operator()<p_round::e4m3_le256>(); break;
+    case p_round::e5m2_le256: f.template operator()<p_round::e5m2_le256>(); break;
   }
 }
 
@@ -580,7 +659,7 @@ MINIFLOAT_TARGET_AVX512 inline void softmax_rows(const softmax_step& k, const fl
     const __m512 mnv = _mm512_set1_ps(vis[rr] == 0 ? 0.0f : mn[rr]);
     MINIFLOAT_ATTENTION_UNROLL
     for (int j4 = 0; j4 < 4; ++j4) {
-      __m512 e = _mm512_maskz_mov_ps(mk[rr][j4], exp512(_mm512_sub_ps(p[rr][j4], mnv)));
+      __m512 e = exp512_visible(_mm512_sub_ps(p[rr][j4], mnv), mk[rr][j4]);
       lsum = _mm512_add_ps(lsum, e);
       if constexpr (PR != p_round::none) e = round_p(k.p_pow2 ? _mm512_mul_ps(e, pinv) : _mm512_div_ps(e, ps), PR, k.p);
       p[rr][j4] = e;
