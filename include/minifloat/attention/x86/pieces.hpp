@@ -176,19 +176,26 @@ struct exp_constants {
   static constexpr float poly[8] = {1.0f / 5040.0f, 1.0f / 720.0f, 1.0f / 120.0f, 1.0f / 24.0f, 1.0f / 6.0f, 0.5f, 1.0f, 1.0f};
 };
 
+/// exp(x) = p * 2^n for x in [lo, hi]: n = round(x log2 e), r = x - n ln 2 (two parts), p = e^r by
+/// the Taylor polynomial (both exp forms below).
+MINIFLOAT_INLINE_AVX512 __m512 exp512_poly(__m512 x, __m512& n) {
+  using c = exp_constants;
+  n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(c::log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_hi), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_lo), r);
+  __m512 p = _mm512_set1_ps(c::poly[0]);
+  for (std::size_t i = 1; i < std::size(c::poly); ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c::poly[i]));
+  return p;
+}
+
 /// exp(x) in fp32 (|error| <= 3 ulp). Results below 2^-125 (x < -87, -inf) are 0: producing an
 /// fp32 subnormal costs a microcode assist per instruction on Intel cores, and every masked lane
 /// would produce one.
 MINIFLOAT_INLINE_AVX512 __m512 exp512(__m512 x) {
   using c = exp_constants;
   const __mmask16 keep = _mm512_cmp_ps_mask(x, _mm512_set1_ps(c::lo), _CMP_GE_OQ);
-  x = _mm512_max_ps(x, _mm512_set1_ps(c::lo));
-  x = _mm512_min_ps(x, _mm512_set1_ps(c::hi));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(c::log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_hi), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_lo), r);
-  __m512 p = _mm512_set1_ps(c::poly[0]);
-  for (std::size_t i = 1; i < std::size(c::poly); ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c::poly[i]));
+  __m512 n;
+  const __m512 p = exp512_poly(_mm512_min_ps(_mm512_max_ps(x, _mm512_set1_ps(c::lo)), _mm512_set1_ps(c::hi)), n);
   return _mm512_maskz_mov_ps(keep, _mm512_scalef_ps(p, n));
 }
 
@@ -197,12 +204,8 @@ MINIFLOAT_INLINE_AVX512 __m512 exp512(__m512 x) {
 MINIFLOAT_INLINE_AVX512 __m512 exp512_visible(__m512 x, __mmask16 visible) {
   using c = exp_constants;
   const __mmask16 keep = _mm512_mask_cmp_ps_mask(visible, x, _mm512_set1_ps(c::lo), _CMP_GE_OQ);
-  x = _mm512_max_ps(x, _mm512_set1_ps(c::lo));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(c::log2e)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_hi), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(c::ln2_lo), r);
-  __m512 p = _mm512_set1_ps(c::poly[0]);
-  for (std::size_t i = 1; i < std::size(c::poly); ++i) p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(c::poly[i]));
+  __m512 n;
+  const __m512 p = exp512_poly(_mm512_max_ps(x, _mm512_set1_ps(c::lo)), n);
   return _mm512_maskz_scalef_ps(keep, p, n);
 }
 
