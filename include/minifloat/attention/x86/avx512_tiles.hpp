@@ -43,10 +43,11 @@ MINIFLOAT_INLINE_AVX512 __m512 low_half(__m512i w) { return _mm512_castsi512_ps(
 
 /// Raw dot products of R query rows with the NT (1, 2 or 4) key tiles at `tile` (the first key a
 /// multiple of 16): s[row * chunk_keys + 16 t + L] = q_row . k of the tile t's key L ^ 1. q: R
-/// rows of d4 fp32 values (zero past d); qw: their pair words (d4 / 2 per row; Pairs only).
+/// rows of d4 fp32 values (zero past d); qw: their pair words (d4 / 2 per row; Pairs only);
+/// pf steps once per two channel units.
 template <int R, int NT, element_kind K, bool Pairs>
 MINIFLOAT_TARGET_AVX512 inline void tile_dots(const kv_view& k, const std::uint8_t* tile, const float* q, const std::uint32_t* qw,
-                                            std::size_t d4, float* s) {
+                                            std::size_t d4, float* s, line_prefetcher& pf) {
   const code_tables t = K == element_kind::code8 ? load_tables(k) : code_tables{};
   const std::size_t tile_bytes = tiles::tile_keys * k.row_bytes, unit = K == element_kind::code8 ? 64 : 128;
   __m512 acc[R][NT];
@@ -55,6 +56,7 @@ MINIFLOAT_TARGET_AVX512 inline void tile_dots(const kv_view& k, const std::uint8
     MINIFLOAT_ATTENTION_UNROLL
     for (auto& x : row) x = _mm512_setzero_ps();
   for (std::size_t u = 0; u < d4 / 4; ++u) {  // channels 4u .. 4u + 3
+    if (u % 2 == 0) pf.step();
     __m512i w[NT][2];
     MINIFLOAT_ATTENTION_UNROLL
     for (int tt = 0; tt < NT; ++tt) unit_words<K>(tile + static_cast<std::size_t>(tt) * tile_bytes + u * unit, t, w[tt][0], w[tt][1]);
@@ -168,7 +170,12 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_tiles(const block_args& a, bool pa
   for (std::size_t c0 = 0; c0 < kmax; c0 += chunk_keys) {
     const std::size_t n = std::min(chunk_keys, kmax - c0), nkt = (n + 15) / 16, npairs = (n + 1) / 2;
     pf.reset(a.k, a.v, c0 + chunk_keys, std::min(kmax, c0 + 2 * chunk_keys));
-    pf.pace(groups * ((nkt + 1) / 2 + (dv64 / 64) * ((npairs + 1) / 2)));
+    // the next chunk's lines spread over S's inner loop as well as P V's (one step per two
+    // channel units, one per two key pairs): paced per S call, S's 2 calls per chunk against
+    // P V's 32 put the whole burst into P V, faster than one core streams, and P V's loads
+    // queued behind it (docs/attention.md#key-tiles)
+    const std::size_t s_calls = nkt / 4 + (nkt % 4) / 2 + nkt % 2;
+    pf.pace(groups * (s_calls * ((d4 / 4 + 1) / 2) + (dv64 / 64) * ((npairs + 1) / 2)));
     const std::uint8_t* ktile = a.k.data + c0 * a.k.row_bytes;
     for (std::size_t r0 = 0; r0 < rows; r0 += 4)
       with_rows(rows - r0, [&]<int R>() {
@@ -179,17 +186,16 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_tiles(const block_args& a, bool pa
           // vdpbf16ps's latency covered, where two tiles' 8 left Zen 4 waiting on it (S alone,
           // in L1: 2.8 against 3.6 ns per key); the same sums in the same order either way
           const std::size_t nt = nkt - tt >= 4 ? 4 : nkt - tt >= 2 ? 2 : 1;
-          for (std::size_t i = 0; i < nt; i += 2) pf.step();  // one step per two tiles, as paced
           const std::uint8_t* tile = ktile + tt * tiles::tile_keys * a.k.row_bytes;
           float* st = s.st.data() + r0 * chunk_keys + 16 * tt;
           const auto run = [&]<int NT>() {
             if (kk == element_kind::bf16) {
-              if (pairs) tile_dots<R, NT, element_kind::bf16, true>(a.k, tile, q, qw, d4, st);
-              else tile_dots<R, NT, element_kind::bf16, false>(a.k, tile, q, qw, d4, st);
+              if (pairs) tile_dots<R, NT, element_kind::bf16, true>(a.k, tile, q, qw, d4, st, pf);
+              else tile_dots<R, NT, element_kind::bf16, false>(a.k, tile, q, qw, d4, st, pf);
             } else if (pairs) {
-              tile_dots<R, NT, element_kind::code8, true>(a.k, tile, q, qw, d4, st);
+              tile_dots<R, NT, element_kind::code8, true>(a.k, tile, q, qw, d4, st, pf);
             } else {
-              tile_dots<R, NT, element_kind::code8, false>(a.k, tile, q, qw, d4, st);
+              tile_dots<R, NT, element_kind::code8, false>(a.k, tile, q, qw, d4, st, pf);
             }
           };
           if (nt == 4) run.template operator()<4>();
