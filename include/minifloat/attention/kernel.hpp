@@ -132,6 +132,7 @@ struct block_args {
 
 inline constexpr std::size_t max_block_rows = 64;
 inline constexpr std::size_t chunk_keys = 64;
+static_assert(chunk_keys == tiles::group_keys, "a chunk of the decode kernel is one group of the decode layouts");
 
 namespace detail {
 

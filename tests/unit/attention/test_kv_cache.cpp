@@ -301,8 +301,11 @@ TEST_CASE("kv cache: the decode layouts hold the row-major cache's codes", "[att
   CHECK(cases == 27);
   // the layouts put every element at its own byte
   for (const std::size_t eb : {std::size_t{1}, std::size_t{2}}) {
-    const std::size_t d = 40, keys = 32, rk = tiles::key_tile_row_bytes(d, eb), rv = tiles::key_pair_row_bytes(d, eb);
-    std::vector<int> kseen(keys * rk, 0), vseen(keys * rv, 0);
+    // 100 keys: one whole group of 64 and a partial one (the stored keys carry the padding)
+    const std::size_t d = 40, keys = 100, rk = tiles::key_tile_row_bytes(d, eb), rv = tiles::key_pair_row_bytes(d, eb);
+    REQUIRE(tiles::stored_keys(kv_order::key_tiles, keys) == 128);
+    REQUIRE(tiles::stored_keys(kv_order::key_pairs, keys) == 128);
+    std::vector<int> kseen(tiles::stored_keys(kv_order::key_tiles, keys) * rk, 0), vseen(tiles::stored_keys(kv_order::key_pairs, keys) * rv, 0);
     for (std::size_t j = 0; j < keys; ++j)
       for (std::size_t c = 0; c < d; ++c) {
         ++kseen.at(tiles::key_tile_offset(j, c, rk, eb) / eb);
@@ -310,5 +313,17 @@ TEST_CASE("kv cache: the decode layouts hold the row-major cache's codes", "[att
       }
     for (const int n : kseen) CHECK(n <= 1);
     for (const int n : vseen) CHECK(n <= 1);
+    // each step of the tile kernel reads its group front to back: unit u of the 4 tiles side by
+    // side, then u + 1 (K); a pair's 64 columns, then the next pair's, block by block (V)
+    const std::size_t rv128 = tiles::key_pair_row_bytes(128, eb);
+    for (std::size_t j = 0; j < 64; ++j) {
+      CHECK(tiles::key_tile_offset(j, 0, rk, eb) / tiles::group_unit_bytes == 0);
+      CHECK(tiles::key_tile_offset(j, 0, rk, eb) / tiles::unit_bytes == j / 16);
+      CHECK(tiles::key_tile_offset(j, eb == 1 ? 4 : 2, rk, eb) == tiles::key_tile_offset(j, 0, rk, eb) + tiles::group_unit_bytes);
+      CHECK(tiles::key_pair_offset(j, 0, rv128, eb) / tiles::pair_block_bytes(eb) == j / 2);
+      CHECK(tiles::key_pair_offset(j, 64, rv128, eb) / tiles::pair_block_bytes(eb) == 32 + j / 2);
+    }
+    CHECK(tiles::key_tile_offset(64, 0, rk, eb) == 64 * rk + tiles::key_tile_offset(0, 0, rk, eb));
+    CHECK(tiles::key_pair_offset(64, 0, rv, eb) == 64 * rv + tiles::key_pair_offset(0, 0, rv, eb));
   }
 }

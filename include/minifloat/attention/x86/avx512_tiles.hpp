@@ -16,6 +16,10 @@
 // rounding per product: the scalar twin's order for both products.
 #include "avx512.hpp"
 
+#if MINIFLOAT_ATTENTION_X86
+#include <x86intrin.h>  // __rdtsc
+#endif
+
 namespace minifloat::attention::detail::x86 {
 
 /// Whether a block's K and V are in the decode layouts (kv_cache stores both or neither).
@@ -26,14 +30,15 @@ inline bool tiles_apply(const block_args& a) noexcept { return a.k.order == kv_o
 MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
 
 /// One 64-byte unit of a decode layout as two vectors of bfloat16 pair words: code8 decodes 64
-/// codes, bfloat16 loads 64 words (unit = the first of two 64-byte stretches).
+/// codes, bfloat16 loads 64 words (unit = the first of two 64-byte stretches, the second at
+/// unit + second).
 template <element_kind K>
-MINIFLOAT_INLINE_AVX512 void unit_words(const std::uint8_t* unit, const code_tables& t, __m512i& w0, __m512i& w1) {
+MINIFLOAT_INLINE_AVX512 void unit_words(const std::uint8_t* unit, std::size_t second, const code_tables& t, __m512i& w0, __m512i& w1) {
   if constexpr (K == element_kind::code8) {
     decode64(_mm512_loadu_si512(unit), t.hi0, t.hi1, t.lo0, t.lo1, w0, w1);
   } else {
     w0 = _mm512_loadu_si512(unit);
-    w1 = _mm512_loadu_si512(unit + 64);
+    w1 = _mm512_loadu_si512(unit + second);
   }
 }
 
@@ -41,15 +46,16 @@ MINIFLOAT_INLINE_AVX512 void unit_words(const std::uint8_t* unit, const code_tab
 MINIFLOAT_INLINE_AVX512 __m512 high_half(__m512i w) { return _mm512_castsi512_ps(_mm512_and_si512(w, _mm512_set1_epi32(static_cast<int>(0xFFFF0000U)))); }
 MINIFLOAT_INLINE_AVX512 __m512 low_half(__m512i w) { return _mm512_castsi512_ps(_mm512_slli_epi32(w, 16)); }
 
-/// Raw dot products of R query rows with the NT (1, 2 or 4) key tiles at `tile` (the first key a
-/// multiple of 16): s[row * chunk_keys + 16 t + L] = q_row . k of the tile t's key L ^ 1. q: R
+/// Raw dot products of R query rows with the NT (1, 2 or 4) key tiles at `tile` (the first unit
+/// of a group's tile): s[row * chunk_keys + 16 t + L] = q_row . k of the tile t's key L ^ 1. q: R
 /// rows of d4 fp32 values (zero past d); qw: their pair words (d4 / 2 per row; Pairs only);
-/// pf steps once per two channel units.
+/// pf steps once per two channel units. The group's tiles sit side by side in each unit row
+/// (kv_tiles.hpp), so the loop reads the group front to back.
 template <int R, int NT, element_kind K, bool Pairs>
 MINIFLOAT_TARGET_AVX512 inline void tile_dots(const kv_view& k, const std::uint8_t* tile, const float* q, const std::uint32_t* qw,
                                             std::size_t d4, float* s, line_prefetcher& pf) {
   const code_tables t = K == element_kind::code8 ? load_tables(k) : code_tables{};
-  const std::size_t tile_bytes = tiles::tile_keys * k.row_bytes, unit = K == element_kind::code8 ? 64 : 128;
+  constexpr std::size_t unit_row = tiles::group_unit_bytes, unit = K == element_kind::code8 ? unit_row : 2 * unit_row;
   __m512 acc[R][NT];
   MINIFLOAT_ATTENTION_UNROLL
   for (auto& row : acc)
@@ -59,7 +65,7 @@ MINIFLOAT_TARGET_AVX512 inline void tile_dots(const kv_view& k, const std::uint8
     if (u % 2 == 0) pf.step();
     __m512i w[NT][2];
     MINIFLOAT_ATTENTION_UNROLL
-    for (int tt = 0; tt < NT; ++tt) unit_words<K>(tile + static_cast<std::size_t>(tt) * tile_bytes + u * unit, t, w[tt][0], w[tt][1]);
+    for (int tt = 0; tt < NT; ++tt) unit_words<K>(tile + static_cast<std::size_t>(tt) * tiles::unit_bytes + u * unit, unit_row, t, w[tt][0], w[tt][1]);
     MINIFLOAT_ATTENTION_UNROLL
     for (int h = 0; h < 2; ++h)
       MINIFLOAT_ATTENTION_UNROLL
@@ -85,15 +91,17 @@ MINIFLOAT_TARGET_AVX512 inline void tile_dots(const kv_view& k, const std::uint8
     for (int tt = 0; tt < NT; ++tt) _mm512_storeu_ps(s + static_cast<std::size_t>(rr) * chunk_keys + 16 * static_cast<std::size_t>(tt), acc[rr][tt]);
 }
 
-/// P V for R rows over the columns g .. g + 63 of a key-paired V: the `npairs` pairs at `pairs`
-/// (keys 2i and 2i + 1 of the chunk), key by key. Pairs: pw[row * 32 + i] = (P^_2i, P^_2i+1)
-/// as a pair word; FMAs: p[row * chunk_keys + j ^ 1] = P^_j (the key tiles' lane order).
+/// P V for R rows over the columns g .. g + 63 of a key-paired V: the `npairs` pairs of the
+/// group at `pairs` (keys 2i and 2i + 1 of the chunk), key by key, reading the group's block of
+/// those columns front to back. Pairs: pw[row * 32 + i] = (P^_2i, P^_2i+1) as a pair word;
+/// FMAs: p[row * chunk_keys + j ^ 1] = P^_j (the key tiles' lane order).
 template <int R, element_kind K, bool Pairs>
 MINIFLOAT_TARGET_AVX512 inline void pair_pv(const kv_view& v, const std::uint8_t* pairs, std::size_t npairs, std::size_t g,
                                           const std::uint32_t* pw, const float* p, float* acc, std::size_t acc_stride,
                                           const float* alpha, float v_factor, line_prefetcher& pf) {
   const code_tables t = K == element_kind::code8 ? load_tables(v) : code_tables{};
-  const std::size_t pair_bytes = 2 * v.row_bytes, at = K == element_kind::code8 ? g * 2 : g * 4;
+  constexpr std::size_t pair_bytes = tiles::pair_block_bytes(K == element_kind::code8 ? 1 : 2);
+  const std::size_t at = g / 64 * (chunk_keys / 2) * pair_bytes;
   __m512 part[R][4];
   MINIFLOAT_ATTENTION_UNROLL
   for (auto& row : part)
@@ -103,8 +111,8 @@ MINIFLOAT_TARGET_AVX512 inline void pair_pv(const kv_view& v, const std::uint8_t
     if (i % 2 == 0) pf.step();
     const std::uint8_t* u = pairs + i * pair_bytes + at;
     __m512i vv[4];
-    unit_words<K>(u, t, vv[0], vv[1]);
-    unit_words<K>(u + (K == element_kind::code8 ? 64 : 128), t, vv[2], vv[3]);
+    unit_words<K>(u, 64, t, vv[0], vv[1]);
+    unit_words<K>(u + (K == element_kind::code8 ? 64 : 128), 64, t, vv[2], vv[3]);
     MINIFLOAT_ATTENTION_UNROLL
     for (int rr = 0; rr < R; ++rr) {
       if constexpr (Pairs) {
@@ -146,6 +154,47 @@ MINIFLOAT_TARGET_AVX512 inline void softmax_tiles(const softmax_step& k, const f
   }
 }
 
+/// How the tile kernel brings the next chunk in. The layouts are read front to back, so the
+/// core's hardware prefetchers can stream them alone, and on a quiet memory system that is the
+/// faster way (20 % at T = 16K on Zen 4: the 256 software prefetches per chunk wait on the
+/// core's miss buffers); when other cores load the memory system the hardware prefetchers fall
+/// behind and the step with software prefetches is up to twice as fast (docs/attention.md#key-tiles).
+/// Neither wins on every machine or every minute, so each thread times both on a few chunks of
+/// each long block and runs the rest of the block the faster way. Only the speed depends on it.
+class fetch_choice {
+ public:
+  enum mode : unsigned { hardware = 0, software = 1 };
+  static fetch_choice& local() {
+    thread_local fetch_choice f;
+    return f;
+  }
+  /// Chunks of a block below which it runs with software prefetches, untimed.
+  static constexpr std::size_t min_chunks = 24;
+  /// The way chunk ci of a block of `chunks` chunks runs: chunks 0 .. 5 the way not chosen last,
+  /// 6 .. 11 the chosen one (each timed on its last 4), then the faster.
+  [[nodiscard]] mode for_chunk(std::size_t ci, std::size_t chunks) const noexcept {
+    if (chunks < min_chunks) return software;
+    if (ci < 6) return other();
+    return best_;
+  }
+  /// Called after chunk ci with the time stamp counter at its end (t0 at its start).
+  void timed(std::size_t ci, std::size_t chunks, std::uint64_t t0, std::uint64_t t1) noexcept {
+    if (chunks < min_chunks || ci >= 12 || ci % 6 < 2) return;
+    window_ += t1 - t0;
+    if (ci % 6 != 5) return;
+    const mode m = ci < 6 ? other() : best_;
+    ticks_[m] = ticks_[m] == 0 ? static_cast<double>(window_) : 0.5 * ticks_[m] + 0.5 * static_cast<double>(window_);
+    window_ = 0;
+    if (ci == 11) best_ = ticks_[hardware] != 0 && ticks_[hardware] <= ticks_[software] ? hardware : software;
+  }
+
+ private:
+  [[nodiscard]] mode other() const noexcept { return best_ == hardware ? software : hardware; }
+  double ticks_[2] = {0, 0};
+  std::uint64_t window_ = 0;
+  mode best_ = software;
+};
+
 /// The decode block over key tiles and key pairs (tiles_apply(a) must hold); pairs: the
 /// bfloat16-pairs form (pairs_apply(a) must hold).
 MINIFLOAT_TARGET_AVX512 inline void run_block_tiles(const block_args& a, bool pairs) {
@@ -166,10 +215,14 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_tiles(const block_args& a, bool pa
   const std::size_t kmax = start_block(s, a, dv64);
 
   line_prefetcher pf;
+  fetch_choice& fetch = fetch_choice::local();
+  const std::size_t chunks = (kmax + chunk_keys - 1) / chunk_keys;
   const std::size_t groups = (rows + 3) / 4;
   for (std::size_t c0 = 0; c0 < kmax; c0 += chunk_keys) {
-    const std::size_t n = std::min(chunk_keys, kmax - c0), nkt = (n + 15) / 16, npairs = (n + 1) / 2;
-    pf.reset(a.k, a.v, c0 + chunk_keys, std::min(kmax, c0 + 2 * chunk_keys));
+    const std::size_t n = std::min(chunk_keys, kmax - c0), nkt = (n + 15) / 16, npairs = (n + 1) / 2, ci = c0 / chunk_keys;
+    const std::uint64_t t0 = __rdtsc();
+    if (fetch.for_chunk(ci, chunks) == fetch_choice::software) pf.reset(a.k, a.v, c0 + chunk_keys, std::min(kmax, c0 + 2 * chunk_keys));
+    else pf.reset(a.k, a.v, 0, 0);
     // the next chunk's lines spread over S's inner loop as well as P V's (one step per two
     // channel units, one per two key pairs): paced per S call, S's 2 calls per chunk against
     // P V's 32 put the whole burst into P V, faster than one core streams, and P V's loads
@@ -186,7 +239,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_tiles(const block_args& a, bool pa
           // vdpbf16ps's latency covered, where two tiles' 8 left Zen 4 waiting on it (S alone,
           // in L1: 2.8 against 3.6 ns per key); the same sums in the same order either way
           const std::size_t nt = nkt - tt >= 4 ? 4 : nkt - tt >= 2 ? 2 : 1;
-          const std::uint8_t* tile = ktile + tt * tiles::tile_keys * a.k.row_bytes;
+          const std::uint8_t* tile = ktile + tt * tiles::unit_bytes;
           float* st = s.st.data() + r0 * chunk_keys + 16 * tt;
           const auto run = [&]<int NT>() {
             if (kk == element_kind::bf16) {
@@ -229,6 +282,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_tiles(const block_args& a, bool pa
             pair_pv<R, element_kind::code8, false>(a.v, vpairs, npairs, g, pw, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
           }
         });
+    fetch.timed(ci, chunks, t0, __rdtsc());
   }
   finish_block(a, s, dv64);
 }
