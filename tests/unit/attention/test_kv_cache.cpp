@@ -327,3 +327,36 @@ TEST_CASE("kv cache: the decode layouts hold the row-major cache's codes", "[att
     CHECK(tiles::key_pair_offset(64, 0, rv, eb) == 64 * rv + tiles::key_pair_offset(0, 0, rv, eb));
   }
 }
+
+#if MINIFLOAT_ATTENTION_X86
+TEST_CASE("the tile kernel times both ways of fetching a long block and keeps the faster", "[attention][kv_cache]") {
+  using minifloat::attention::detail::x86::fetch_choice;
+  fetch_choice f;
+  // short blocks: software prefetch, untimed
+  for (std::size_t ci = 0; ci < 23; ++ci) {
+    CHECK(f.for_chunk(ci, 23) == fetch_choice::software);
+    f.timed(ci, 23, 0, 1000);
+  }
+  // one block: chunks 0-5 the way not chosen (hardware), 6-11 the chosen one (software), each
+  // timed on its last 4, then the faster
+  const auto block = [&f](std::size_t chunks, std::uint64_t hw, std::uint64_t sw) {
+    std::vector<fetch_choice::mode> ways;
+    for (std::size_t ci = 0; ci < chunks; ++ci) {
+      const auto m = f.for_chunk(ci, chunks);
+      ways.push_back(m);
+      f.timed(ci, chunks, 100, 100 + (m == fetch_choice::hardware ? hw : sw));
+    }
+    return ways;
+  };
+  auto w = block(40, 10, 20);
+  // hardware was faster: the rest of the block runs it, and so does the next block after its tries
+  for (std::size_t ci = 0; ci < 40; ++ci) CHECK(w[ci] == (ci < 6 || ci >= 12 ? fetch_choice::hardware : fetch_choice::software));
+  // the next block tries software first; it is faster now, but its running mean (20, then 5) is not yet
+  w = block(40, 10, 5);
+  for (std::size_t ci = 0; ci < 40; ++ci) CHECK(w[ci] == (ci < 6 ? fetch_choice::software : fetch_choice::hardware));
+  CHECK(f.for_chunk(12, 40) == fetch_choice::hardware);  // means: hardware 40, software 50 ticks
+  w = block(40, 10, 5);
+  CHECK(f.for_chunk(12, 40) == fetch_choice::software);  // software 35 < hardware 40
+  CHECK(f.for_chunk(0, 40) == fetch_choice::hardware);   // and the next block tries hardware first
+}
+#endif
