@@ -111,8 +111,8 @@ MINIFLOAT_TARGET_AVX512 inline void pair_pv(const kv_view& v, const std::uint8_t
     if (i % 2 == 0) pf.step();
     const std::uint8_t* u = pairs + i * pair_bytes + at;
     __m512i vv[4];
-    unit_words<K>(u, 64, t, vv[0], vv[1]);
-    unit_words<K>(u + (K == element_kind::code8 ? 64 : 128), 64, t, vv[2], vv[3]);
+    unit_words<K>(u, tiles::unit_bytes, t, vv[0], vv[1]);
+    unit_words<K>(u + pair_bytes / 2, tiles::unit_bytes, t, vv[2], vv[3]);
     MINIFLOAT_ATTENTION_UNROLL
     for (int rr = 0; rr < R; ++rr) {
       if constexpr (Pairs) {
@@ -170,22 +170,28 @@ class fetch_choice {
   }
   /// Chunks of a block below which it runs with software prefetches, untimed.
   static constexpr std::size_t min_chunks = 24;
-  /// The way chunk ci of a block of `chunks` chunks runs: chunks 0 .. 5 the way not chosen last,
-  /// 6 .. 11 the chosen one (each timed on its last 4), then the faster.
+  /// Chunks each way is tried for, the first `settle` of them untimed (the way before still
+  /// fetched them, or the hardware prefetchers are still ramping up).
+  static constexpr std::size_t try_chunks = 6, settle = 2;
+  /// The way chunk ci of a block of `chunks` chunks runs: the first try_chunks the way not chosen
+  /// last, the next try_chunks the chosen one, then the faster.
   [[nodiscard]] mode for_chunk(std::size_t ci, std::size_t chunks) const noexcept {
     if (chunks < min_chunks) return software;
-    if (ci < 6) return other();
-    return best_;
+    return ci < try_chunks ? other() : best_;
+  }
+  /// Whether chunk ci is timed (only then is the time stamp counter read).
+  [[nodiscard]] static bool times(std::size_t ci, std::size_t chunks) noexcept {
+    return chunks >= min_chunks && ci < 2 * try_chunks && ci % try_chunks >= settle;
   }
   /// Called after chunk ci with the time stamp counter at its end (t0 at its start).
   void timed(std::size_t ci, std::size_t chunks, std::uint64_t t0, std::uint64_t t1) noexcept {
-    if (chunks < min_chunks || ci >= 12 || ci % 6 < 2) return;
+    if (!times(ci, chunks)) return;
     window_ += t1 - t0;
-    if (ci % 6 != 5) return;
-    const mode m = ci < 6 ? other() : best_;
+    if (ci % try_chunks != try_chunks - 1) return;
+    const mode m = ci < try_chunks ? other() : best_;
     ticks_[m] = ticks_[m] == 0 ? static_cast<double>(window_) : 0.5 * ticks_[m] + 0.5 * static_cast<double>(window_);
     window_ = 0;
-    if (ci == 11) best_ = ticks_[hardware] != 0 && ticks_[hardware] <= ticks_[software] ? hardware : software;
+    if (ci == 2 * try_chunks - 1) best_ = ticks_[hardware] != 0 && ticks_[hardware] <= ticks_[software] ? hardware : software;
   }
 
  private:
@@ -220,7 +226,8 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_tiles(const block_args& a, bool pa
   const std::size_t groups = (rows + 3) / 4;
   for (std::size_t c0 = 0; c0 < kmax; c0 += chunk_keys) {
     const std::size_t n = std::min(chunk_keys, kmax - c0), nkt = (n + 15) / 16, npairs = (n + 1) / 2, ci = c0 / chunk_keys;
-    const std::uint64_t t0 = __rdtsc();
+    const bool timing = fetch_choice::times(ci, chunks);
+    const std::uint64_t t0 = timing ? __rdtsc() : 0;
     if (fetch.for_chunk(ci, chunks) == fetch_choice::software) pf.reset(a.k, a.v, c0 + chunk_keys, std::min(kmax, c0 + 2 * chunk_keys));
     else pf.reset(a.k, a.v, 0, 0);
     // the next chunk's lines spread over S's inner loop as well as P V's (one step per two
@@ -282,7 +289,7 @@ MINIFLOAT_TARGET_AVX512 inline void run_block_tiles(const block_args& a, bool pa
             pair_pv<R, element_kind::code8, false>(a.v, vpairs, npairs, g, pw, p, acc, dv64, s.alpha + r0, a.v_factor, pf);
           }
         });
-    fetch.timed(ci, chunks, t0, __rdtsc());
+    if (timing) fetch.timed(ci, chunks, t0, __rdtsc());
   }
   finish_block(a, s, dv64);
 }
