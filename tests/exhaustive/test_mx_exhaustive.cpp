@@ -19,7 +19,7 @@
 #include <vector>
 
 #include <minifloat/simd/mx.hpp>
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 
 using namespace minifloat;
 namespace k = minifloat::simd;

@@ -33,7 +33,7 @@
 #include <vector>
 
 #include <minifloat/simd/bulk.hpp>
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 
 using namespace minifloat;
 namespace k = minifloat::simd;

@@ -22,7 +22,7 @@
 
 #include <minifloat/backend/ascend/ascend.hpp>
 #include <minifloat/backend/cpu.hpp>
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 
 #include "fake_cann.hpp"
 #include "support/test_data.hpp"

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <minifloat/simd/bulk.hpp>
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 
 namespace simd_test {
 

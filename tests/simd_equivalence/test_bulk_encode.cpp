@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <minifloat/simd/bulk.hpp>
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 
 #include "simd_equivalence/simd_support.hpp"
 

@@ -19,7 +19,7 @@
 
 #include <minifloat/quant/mx_tensor.hpp>
 #include <minifloat/simd/mx.hpp>
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 
 #include "simd_equivalence/simd_support.hpp"
 #include "unit/block/mx_reference.hpp"

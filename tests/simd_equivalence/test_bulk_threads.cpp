@@ -9,7 +9,7 @@
 #include <vector>
 
 #include <minifloat/simd/threads.hpp>
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 
 #include "simd_equivalence/simd_support.hpp"
 

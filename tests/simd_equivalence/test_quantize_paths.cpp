@@ -12,7 +12,7 @@
 #include <span>
 #include <vector>
 
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 
 #include "simd_equivalence/simd_support.hpp"
 #include "unit/block/mx_reference.hpp"

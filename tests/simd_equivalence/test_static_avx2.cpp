@@ -10,7 +10,7 @@
 
 #include <minifloat/simd/bulk.hpp>
 #include <minifloat/simd/mx.hpp>
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 
 #include "simd_equivalence/simd_support.hpp"
 

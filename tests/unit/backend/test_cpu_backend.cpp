@@ -19,7 +19,7 @@
 
 #include <minifloat/backend/cpu.hpp>
 #include <minifloat/gemm/gemm.hpp>
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 
 #include "support/test_data.hpp"
 

@@ -7,7 +7,7 @@
 #include <random>
 #include <vector>
 
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 #include <minifloat/quant/quantized_tensor.hpp>
 
 using namespace minifloat;

@@ -10,7 +10,7 @@
 #include <random>
 #include <vector>
 
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 #include <minifloat/recipes/recipes.hpp>
 
 using namespace minifloat;

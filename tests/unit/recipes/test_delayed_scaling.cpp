@@ -8,7 +8,7 @@
 #include <limits>
 #include <vector>
 
-#include <minifloat/all.hpp>
+#include "support/all_but_attention.hpp"
 #include <minifloat/recipes/recipes.hpp>
 
 using namespace minifloat;
