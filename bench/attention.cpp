@@ -26,6 +26,8 @@
 //       Counter kernel 4: the automatic choice is the pairs form (simd/avx512/dot_rate.hpp).
 //   prefill/<recipe>/T:2048/threads:<n>   causal, Q K V and P in <recipe> (fp32, bf16, hifloat8,
 //       float8_e4m3fn, mxfp8_e4m3); GFLOP/s counts 4 d flops per visible (query, key) pair.
+//       Blocks of 64 rows: AMX where the CPU has it, else the AVX-512 panel kernel
+//       (x86/avx512_panels.hpp) in the form of counter kernel (2 FMA, 4 bfloat16 pairs).
 //   fma_peak/threads:1   the fp32 FMA peak of one core (AVX-512 FMAs, or AVX2 FMAs without
 //       AVX-512; 12 chains): the roof.
 // The targets compare rows of the same run: bench/README.md#attention-attention.
@@ -101,6 +103,15 @@ bool pairs_fit(const cache_kind& c) {
   return n == "bf16" || n == "hifloat8" || n == "float8_e4m3fn";
 }
 
+/// The counter `kernel`: 1 AMX, 2 AVX-512 (FMA form), 3 AVX2, 4 AVX-512 (bfloat16-pairs form), 0 scalar twin.
+double kernel_counter(block_kernel k) {
+  return k == block_kernel::amx           ? 1
+         : k == block_kernel::avx512      ? 2
+         : k == block_kernel::avx2        ? 3
+         : k == block_kernel::avx512_bf16 ? 4
+                                          : 0;
+}
+
 void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp32_q, block_kernel kernel,
             kv_storage storage = kv_storage::automatic) {
   const auto cache = build_cache(c, t, storage);
@@ -119,12 +130,8 @@ void decode(benchmark::State& state, const cache_kind& c, std::size_t t, bool fp
   const auto iters = static_cast<double>(state.iterations());
   state.counters["GB/s"] = static_cast<double>(cache->bytes()) * iters / wall * 1e-9;
   state.counters["Mtok/s"] = static_cast<double>(t * hkv) * iters / wall * 1e-6;
-  const auto k = minifloat::attention::detail::kernel_for(hq / hkv, true, pairs_fit(c) && !fp32_q, simd::isa::automatic, kernel);
-  state.counters["kernel"] = k == block_kernel::amx                ? 1
-                             : k == block_kernel::avx512         ? 2
-                             : k == block_kernel::avx2           ? 3
-                             : k == block_kernel::avx512_bf16    ? 4
-                                                                 : 0;
+  state.counters["kernel"] =
+      kernel_counter(minifloat::attention::detail::kernel_for(hq / hkv, true, pairs_fit(c) && !fp32_q, simd::isa::automatic, kernel));
   state.counters["tiles"] = cache->tiled() ? 1 : 0;
 }
 
@@ -146,6 +153,10 @@ void prefill(benchmark::State& state, const cache_kind& c) {
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   const double flops = 4.0 * static_cast<double>(hq * dim) * static_cast<double>(t) * static_cast<double>(t + 1) / 2.0;
   state.counters["GFLOP/s"] = flops * static_cast<double>(state.iterations()) / wall * 1e-9;
+  // MX: the grid condition of the panel kernel's pairs form (panel_pairs_apply) holds on these operands
+  const bool pairs = pairs_fit(c) || std::string(c.name) == "mxfp8_e4m3";
+  state.counters["kernel"] = kernel_counter(minifloat::attention::detail::kernel_for(max_block_rows, true, pairs, simd::isa::automatic,
+                                                                                     block_kernel::automatic));
 }
 
 #if defined(__x86_64__)

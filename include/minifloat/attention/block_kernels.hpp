@@ -1,12 +1,14 @@
 #pragma once
 // Which block kernel runs a block (kernel.hpp has what a block is and the order of operations
 // every kernel follows): on x86 with AVX-512, AMX tiles (x86/amx.hpp) for blocks of more than
-// avx512_kernel_max_rows query rows where the CPU has AMX-BF16, the AVX-512 FMA kernel (x86/avx512.hpp)
-// otherwise; the AVX2 kernel (x86/avx2.hpp) on x86 without AVX-512, at isa avx2, or for MX
-// scales that take a value out of bfloat16's normal range (the AVX-512 kernels read bfloat16);
-// the scalar twin at isa scalar and elsewhere. A decode block whose operands are bfloat16 pairs
-// exactly (x86/avx512.hpp, pairs_apply) takes the AVX-512 kernel's vdpbf16ps form, the same
-// bits, on cores where pairs beat fp32 FMAs (simd/avx512/dot_rate.hpp).
+// avx512_kernel_max_rows query rows where the CPU has AMX-BF16, else the AVX-512 kernels: the
+// panel kernel (x86/avx512_panels.hpp) for those blocks (prefill), the register kernel
+// (x86/avx512.hpp) for decode-sized ones; the AVX2 kernel (x86/avx2.hpp) on x86 without AVX-512,
+// at isa avx2, or for MX scales that take a value out of bfloat16's normal range (the AVX-512
+// kernels read bfloat16); the scalar twin at isa scalar and elsewhere. A block whose operands
+// are bfloat16 pairs exactly (pairs_apply) takes its AVX-512 kernel's vdpbf16ps form, the same
+// bits, on cores where pairs beat fp32 FMAs (simd/avx512/dot_rate.hpp); block_kernel::avx512 and
+// avx512_bf16 name the two forms.
 // A cache stored in the decode layouts (kv_tiles.hpp) is read by the AVX-512 kernel over tiles
 // (x86/avx512_tiles.hpp: avx512 and avx512_bf16 are its two forms) or by the scalar twin;
 // decode_step hands the other kernels row-major copies (reads_tiles).
@@ -14,12 +16,14 @@
 #include "x86/amx.hpp"
 #include "x86/avx2.hpp"
 #include "x86/avx512.hpp"
+#include "x86/avx512_panels.hpp"
 #include "x86/avx512_tiles.hpp"
 
 namespace minifloat::attention::detail {
 
-/// The largest block the automatic choice gives the AVX-512 kernel: a decode block (the
-/// query heads of one KV group at one or two positions). Larger blocks fill AMX tiles' 16 rows.
+/// The largest block the AVX-512 register kernel takes: a decode block (the query heads of one
+/// KV group at one or two positions). Larger blocks fill AMX tiles' 16 rows, or without AMX
+/// take the panel kernel, whose per-chunk decode into panels pays off over many rows.
 inline constexpr std::size_t avx512_kernel_max_rows = 8;
 
 /// Whether a call at `level` can take the AVX-512 kernels.
@@ -54,7 +58,7 @@ inline constexpr std::size_t avx512_kernel_max_rows = 8;
   if (want == block_kernel::avx512_bf16) return pairs ? block_kernel::avx512_bf16 : block_kernel::avx512;
   if (want == block_kernel::avx512) return block_kernel::avx512;
   if (amx && rows > avx512_kernel_max_rows) return block_kernel::amx;
-  return pairs && rows <= avx512_kernel_max_rows && simd::avx512::bf16_pairs_beat_fma() ? block_kernel::avx512_bf16 : block_kernel::avx512;
+  return pairs && simd::avx512::bf16_pairs_beat_fma() ? block_kernel::avx512_bf16 : block_kernel::avx512;
 }
 
 /// Whether the kernel a call at `level` asking for `want` runs on blocks in the decode layouts
@@ -72,15 +76,24 @@ inline constexpr std::size_t avx512_kernel_max_rows = 8;
     if (want == block_kernel::avx512 || !x86::pairs_apply(a)) return block_kernel::avx512;
     return want == block_kernel::avx512_bf16 || simd::avx512::bf16_pairs_beat_fma() ? block_kernel::avx512_bf16 : block_kernel::avx512;
   }
-  return kernel_for(a.rows, exact, exact && x86::pairs_apply(a), level, want);
+  const bool pairs = a.rows > avx512_kernel_max_rows ? x86::panel_pairs_apply(a) : x86::pairs_apply(a);
+  return kernel_for(a.rows, exact, exact && pairs, level, want);
 }
 
 inline void run_block(const block_args& a, simd::isa level, block_kernel want) {
-  const bool tiled = x86::tiles_apply(a);
+  const bool tiled = x86::tiles_apply(a), panels = a.rows > avx512_kernel_max_rows;
   switch (kernel_for(a, level, want)) {
     case block_kernel::amx: x86::run_block_amx(a); break;
-    case block_kernel::avx512: tiled ? x86::run_block_tiles(a, false) : x86::run_block_avx512(a); break;
-    case block_kernel::avx512_bf16: tiled ? x86::run_block_tiles(a, true) : x86::run_block_avx512(a, true); break;
+    case block_kernel::avx512:
+      if (tiled) x86::run_block_tiles(a, false);
+      else if (panels) x86::run_block_panels(a, false);
+      else x86::run_block_avx512(a);
+      break;
+    case block_kernel::avx512_bf16:
+      if (tiled) x86::run_block_tiles(a, true);
+      else if (panels) x86::run_block_panels(a, true);
+      else x86::run_block_avx512(a, true);
+      break;
     case block_kernel::avx2: x86::run_block_avx2(a); break;
     default: run_block_scalar(a); break;
   }

@@ -6,14 +6,19 @@
 // Non-finite operands (a NaN code, an Inf in an fp32 operand, a NaN MX scale): the call returns
 // attention_reference's result, so the defined behaviour is the reference's.
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <bit>
 #include <cmath>
 #include <cstddef>
+#include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "../core/page_allocator.hpp"
 #include "../quant/quantized_tensor.hpp"
 #include "../simd/fork_join.hpp"
 #include "kernel.hpp"
@@ -67,10 +72,40 @@ inline kv_view make_view(std::span<const float> values, const quantized_tensor* 
     const std::size_t n = (s.axis == 1 ? rows : (rows + 31) / 32) * v.mx_stride;
     const auto [lo, hi] = std::minmax_element(v.mx, v.mx + n);
     v.mx_bf16_exact = n == 0 || mx_bf16_exact(s.format, *lo, *hi);
+    v.mx_lo = n == 0 ? std::uint8_t{0} : *lo;
   } else if (!q->scales().empty()) {
     v.scale = q->scales()[0];
   }
   return v;
+}
+
+/// Whether each code of a format of at most 8 bits decodes to NaN or an infinity.
+inline const std::array<bool, 256>& nonfinite_codes(format_id f) {
+  static const auto tables = [] {
+    std::array<std::array<bool, 256>, 16> t{};
+    for (std::size_t i = 0; i < t.size(); ++i)
+      for (std::size_t c = 0; c < 256; ++c) t[i][c] = !std::isfinite(code_values(static_cast<format_id>(i))[c]);
+    return t;
+  }();
+  return tables[static_cast<std::size_t>(f)];
+}
+
+/// True if any of the n values is NaN or infinite (branch-free, so the loops vectorize).
+inline bool has_nonfinite_code(const std::uint8_t* codes, std::size_t n, format_id f) {
+  const auto& bad = nonfinite_codes(f);
+  bool any = false;
+  for (std::size_t i = 0; i < n; ++i) any |= bad[codes[i]];
+  return any;
+}
+inline bool has_nonfinite_bf16(const std::uint8_t* words, std::size_t n) {
+  unsigned any = 0;
+  for (std::size_t i = 0; i < n; ++i) any |= static_cast<unsigned>((words[2 * i + 1] & 0x7FU) == 0x7FU && (words[2 * i] & 0x80U) != 0);
+  return any != 0;
+}
+inline bool has_nonfinite_value(std::span<const float> x) {
+  unsigned any = 0;
+  for (const float v : x) any |= static_cast<unsigned>((std::bit_cast<std::uint32_t>(v) & 0x7F800000U) == 0x7F800000U);
+  return any != 0;
 }
 
 /// True if any element (or MX scale) of the view is NaN or infinite.
@@ -81,11 +116,14 @@ inline bool has_nonfinite(const kv_view& x) {
       for (std::size_t c = 0; c < gc; ++c)
         if (x.mx[r * x.mx_stride + c] == 0xFF) return true;
   }
-  if (x.kind == element_kind::code8) {
-    const auto& t = code_values(x.format);
-    for (std::size_t r = 0; r < x.rows; ++r)
-      for (std::size_t c = 0; c < x.cols; ++c)
-        if (!std::isfinite(t[x.data[x.offset(r, c)]])) return true;
+  if (x.order == kv_order::rows) {  // row by row on the stored bits
+    for (std::size_t r = 0; r < x.rows; ++r) {
+      const std::uint8_t* row = x.data + r * x.row_bytes;
+      if (x.kind == element_kind::code8 ? has_nonfinite_code(row, x.cols, x.format)
+          : x.kind == element_kind::bf16 ? has_nonfinite_bf16(row, x.cols)
+                                         : has_nonfinite_value({reinterpret_cast<const float*>(row), x.cols}))  // NOLINT: fp32 rows
+        return true;
+    }
     return false;
   }
   for (std::size_t r = 0; r < x.rows; ++r)
@@ -94,34 +132,75 @@ inline bool has_nonfinite(const kv_view& x) {
   return false;
 }
 
-/// Query values and the factor their codes need: tensor-scaled codes stay unscaled (exact in
-/// bfloat16), everything else is Q^ itself.
-struct query_values {
-  std::vector<float> values;
-  float factor = 1.0f;
-};
+/// The query rows the blocks copy, in one of three forms: the fp32 input as it is; the codes of
+/// Q quantized per tensor (bfloat16 or a format of at most 8 bits but FP4) or in MX blocks along
+/// d, decoded a row at a time as a block copies it (per tensor unscaled: exact in bfloat16, the
+/// scale goes to `factor`); or Q^ materialized (every other scheme). Q's codes take a quarter of
+/// the fp32 values' memory, and a fresh 4-byte copy of a long Q cost more than the kernel.
+class query_source {
+ public:
+  query_source(std::span<const float> q, std::size_t rows, std::size_t d, const operand_scheme& s) : d_(d) {
+    if (!s) {
+      values_ = q;
+      return;
+    }
+    quantized_tensor qt = quantize(q, rows, d, *s);
+    const bool narrow = s->format == format_id::bfloat16 || (format_bits(s->format) <= 8 && s->format != format_id::float4_e2m1fn);
+    const bool tensor = s->gran == granularity::tensor, mx_rows = s->gran == granularity::mx && s->tile() == mx_tile::row32;
+    if (narrow && (tensor || mx_rows)) {
+      if (tensor && !qt.scales().empty()) factor_ = qt.scales()[0];
+      codes_.emplace(std::move(qt));
+      view_ = make_view({}, &*codes_, 0, rows, d);
+      return;
+    }
+    if (tensor && s->format != format_id::float4_e2m1fn) {
+      if (!qt.scales().empty()) factor_ = qt.scales()[0];
+      owned_.resize(rows * d);
+      visit_format(s->format, [&](auto t) {
+        using E = typename decltype(t)::type;
+        for (std::size_t r = 0; r < rows; ++r)
+          for (std::size_t c = 0; c < d; ++c)
+            owned_[r * d + c] = static_cast<float>(E::from_bits(static_cast<typename E::storage_type>(qt.code(r, c))));
+      });
+    } else {
+      owned_ = dequantize(qt);
+    }
+    values_ = owned_;
+  }
+  query_source(const query_source&) = delete;
+  query_source& operator=(const query_source&) = delete;
 
-inline query_values make_query_values(std::span<const float> q, std::size_t rows, std::size_t d, const operand_scheme& s) {
-  query_values out;
-  if (!s) {
-    out.values.assign(q.begin(), q.end());
-    return out;
+  /// The factor the rows' values need (the tensor scale of unscaled codes, else 1).
+  [[nodiscard]] float factor() const noexcept { return factor_; }
+  /// Row r's d values to out (codes: kv_view::value's products, so Q^ / factor exactly).
+  void row(std::size_t r, float* out) const {
+    if (!codes_) {
+      std::copy_n(values_.data() + r * d_, d_, out);
+    } else if (view_.kind == element_kind::code8) {
+      const auto& t = code_values(view_.format);
+      const std::uint8_t* c = view_.data + r * view_.row_bytes;
+      if (view_.mx == nullptr)
+        for (std::size_t i = 0; i < d_; ++i) out[i] = t[c[i]];
+      else
+        for (std::size_t i = 0; i < d_; ++i) out[i] = t[c[i]] * mx_scale_value(view_.mx_code(r, i));
+    } else {  // bfloat16 words, little-endian
+      const std::uint8_t* w = view_.data + r * view_.row_bytes;
+      for (std::size_t i = 0; i < d_; ++i)
+        out[i] = std::bit_cast<float>((static_cast<std::uint32_t>(w[2 * i + 1]) << 24) | (static_cast<std::uint32_t>(w[2 * i]) << 16));
+    }
   }
-  const quantized_tensor qt = quantize(q, rows, d, *s);
-  if (s->gran == granularity::tensor && s->format != format_id::float4_e2m1fn) {
-    out.factor = qt.scales().empty() ? 1.0f : qt.scales()[0];
-    out.values.resize(rows * d);
-    visit_format(s->format, [&](auto t) {
-      using E = typename decltype(t)::type;
-      for (std::size_t r = 0; r < rows; ++r)
-        for (std::size_t c = 0; c < d; ++c)
-          out.values[r * d + c] = static_cast<float>(E::from_bits(static_cast<typename E::storage_type>(qt.code(r, c))));
-    });
-    return out;
+  [[nodiscard]] bool has_nonfinite() const {
+    return codes_ ? detail::has_nonfinite(view_) : has_nonfinite_value(values_);
   }
-  out.values = dequantize(qt);
-  return out;
-}
+
+ private:
+  std::size_t d_ = 0;
+  float factor_ = 1.0f;
+  std::span<const float> values_;
+  std::optional<quantized_tensor> codes_;
+  kv_view view_;
+  std::vector<float> owned_;
+};
 
 inline unsigned thread_count(unsigned t) {
   if (t == 0) t = std::max(1U, std::thread::hardware_concurrency());
@@ -129,15 +208,15 @@ inline unsigned thread_count(unsigned t) {
 }
 
 /// Runs the kernel for every block of one call: groups x (G * Tq rows in blocks of 64).
-/// q: the query values (B, Hq, Tq, d); views[g] = {K, V} of group g = b * Hkv + hk.
-inline void run_blocks(const attention_shape& s, std::span<const float> qv, const std::vector<std::pair<kv_view, kv_view>>& views,
+/// q: the query rows (B, Hq, Tq, d); views[g] = {K, V} of group g = b * Hkv + hk.
+inline void run_blocks(const attention_shape& s, const query_source& qv, const std::vector<std::pair<kv_view, kv_view>>& views,
                        float s_factor, float v_factor, const static_format& p, const attention_options& opt,
                        attention_result& res) {
   const std::size_t g = s.group(), tq = s.q_len, d = s.head_dim, dv = s.v_dim;
   const std::size_t rows_per_group = g * tq;
   const std::size_t blocks = (rows_per_group + max_block_rows - 1) / max_block_rows;
   const std::size_t tasks = views.size() * blocks;
-  res.out.assign(s.out_size(), 0.0f);
+  assign_on_huge_pages(res.out, s.out_size(), 0.0f);  // (B, Hq, Tq, dv): first written here
   res.row_max.assign(s.rows(), -std::numeric_limits<float>::infinity());
   res.row_sum.assign(s.rows(), 0.0f);
   std::atomic<std::size_t> next{0};
@@ -157,7 +236,7 @@ inline void run_blocks(const attention_shape& s, std::span<const float> qv, cons
         const std::size_t row = (b * s.q_heads + h) * tq + i;
         row_of[r] = row;
         lim[r] = visible_keys(i, tq, s.kv_len, opt.mask);
-        std::copy_n(qv.data() + row * d, d, qb.data() + r * d);
+        qv.row(row, qb.data() + r * d);
       }
       block_args a;
       a.k = views[grp].first, a.v = views[grp].second;
@@ -210,14 +289,13 @@ inline void run_blocks(const attention_shape& s, std::span<const float> qv, cons
                                : detail::make_view(v.subspan(gi * tk * dv, tk * dv), r.v ? &vq[gi] : nullptr, 0, tk, dv);
     nonfinite = nonfinite || detail::has_nonfinite(views[gi].first) || detail::has_nonfinite(views[gi].second);
   }
-  const auto qv = detail::make_query_values(q, s.rows(), d, r.q);
-  for (const float x : qv.values) nonfinite = nonfinite || !std::isfinite(x);
-  if (nonfinite) return attention_reference(q, k, v, s, r, opt);
+  const detail::query_source qv(q, s.rows(), d, r.q);
+  if (nonfinite || qv.has_nonfinite()) return attention_reference(q, k, v, s, r, opt);
   const float kscale = views.empty() ? 1.0f : views[0].first.scale, vscale = views.empty() ? 1.0f : views[0].second.scale;
-  const float s_factor = static_cast<float>(softmax_scale_of(s, opt)) * qv.factor * kscale;
+  const float s_factor = static_cast<float>(softmax_scale_of(s, opt)) * qv.factor() * kscale;
   const float v_factor = vscale * (r.p.format ? r.p.scale : 1.0f);
   attention_result res;
-  detail::run_blocks(s, qv.values, views, s_factor, v_factor, r.p, opt, res);
+  detail::run_blocks(s, qv, views, s_factor, v_factor, r.p, opt, res);
   return res;
 }
 

@@ -50,6 +50,9 @@ struct kv_view {
   /// Every MX-scaled value is a normal bfloat16 (the AMX path's condition, x86/amx.hpp); set by
   /// whoever builds the view (mx_bf16_exact below), so no kernel call rescans the scales.
   bool mx_bf16_exact = true;
+  /// The smallest E8M0 scale code of the view, set with mx_bf16_exact (0, the smallest there
+  /// is, where unknown): how fine the grid of its values can be (x86/avx512_panels.hpp).
+  std::uint8_t mx_lo = 0;
   kv_order order = kv_order::rows;
 
   [[nodiscard]] std::size_t element_bytes() const noexcept { return kind == element_kind::code8 ? 1 : kind == element_kind::bf16 ? 2 : 4; }

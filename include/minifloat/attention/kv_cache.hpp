@@ -149,7 +149,7 @@ class kv_cache {
   [[nodiscard]] kv_view k_view(std::size_t h) const {
     const auto& hd = heads_.at(h);
     kv_view v = view_of(hd.k, hd.kmx, cfg_.k, cfg_.head_dim, 1, k_scale());
-    if (v.mx != nullptr) v.mx_bf16_exact = detail::mx_bf16_exact(v.format, hd.kmx_lo, hd.kmx_hi);
+    if (v.mx != nullptr) v.mx_bf16_exact = detail::mx_bf16_exact(v.format, hd.kmx_lo, hd.kmx_hi), v.mx_lo = hd.kmx_lo;
     return v;
   }
   /// V of KV head h; for a merged MX cache with pv_source::requantize, `tmp` receives the codes
@@ -169,7 +169,7 @@ class kv_cache {
       return detail::make_view({}, &*tmp, 0, tokens_, cfg_.v_dim);
     }
     kv_view v = view_of(hd.v, hd.vmx, cfg_.v, cfg_.v_dim, 0, v_scale());
-    if (v.mx != nullptr) v.mx_bf16_exact = detail::mx_bf16_exact(v.format, hd.vmx_lo, hd.vmx_hi);
+    if (v.mx != nullptr) v.mx_bf16_exact = detail::mx_bf16_exact(v.format, hd.vmx_lo, hd.vmx_hi), v.mx_lo = hd.vmx_lo;
     return v;
   }
 
@@ -358,10 +358,8 @@ inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std:
   if (opt.mask == mask_kind::causal && n > c.size())
     throw shape_error("decode_step: " + std::to_string(n) + " causal query tokens but only " + std::to_string(c.size()) +
                       " cached tokens (the queries are the last n tokens of the cache)");
-  const auto qv = detail::make_query_values(q, q_heads * n, s.head_dim, r.q);
-  bool nonfinite = c.has_nonfinite();
-  for (const float x : qv.values) nonfinite = nonfinite || !std::isfinite(x);
-  if (nonfinite) return decode_reference(c, q, q_heads, n, r, opt);
+  const detail::query_source qv(q, q_heads * n, s.head_dim, r.q);
+  if (c.has_nonfinite() || qv.has_nonfinite()) return decode_reference(c, q, q_heads, n, r, opt);
   std::vector<std::pair<kv_view, kv_view>> views(s.kv_heads);
   std::vector<std::optional<quantized_tensor>> tmp(s.kv_heads);
   for (std::size_t h = 0; h < s.kv_heads; ++h) views[h] = {c.k_view(h), c.v_view(h, tmp[h])};
@@ -371,10 +369,10 @@ inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std:
     for (std::size_t h = 0; h < s.kv_heads; ++h)
       views[h] = {detail::row_major(views[h].first, copies[2 * h]), detail::row_major(views[h].second, copies[2 * h + 1])};
   }
-  const float s_factor = static_cast<float>(softmax_scale_of(s, opt)) * qv.factor * (views.empty() ? 1.0f : views[0].first.scale);
+  const float s_factor = static_cast<float>(softmax_scale_of(s, opt)) * qv.factor() * (views.empty() ? 1.0f : views[0].first.scale);
   const float v_factor = (views.empty() ? 1.0f : views[0].second.scale) * (r.p.format ? r.p.scale : 1.0f);
   attention_result res;
-  detail::run_blocks(s, qv.values, views, s_factor, v_factor, r.p, opt, res);
+  detail::run_blocks(s, qv, views, s_factor, v_factor, r.p, opt, res);
   return res;
 }
 

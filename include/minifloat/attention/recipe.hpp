@@ -82,13 +82,14 @@ enum class mask_kind : std::uint8_t { none, causal };
 enum class attention_path : std::uint8_t { reference, fast };
 
 /// The fast path's block kernel (block_kernels.hpp). automatic: on x86 with AVX-512, AMX tiles
-/// for blocks of more than 8 query rows where the CPU has AMX-BF16, AVX-512 FMAs otherwise
-/// (decode); on x86 without AVX-512, AVX2 FMAs. amx (avx512 where AMX is missing), avx512 and
+/// for blocks of more than 8 query rows where the CPU has AMX-BF16, the AVX-512 kernels otherwise
+/// (blocks of more than 8 rows: the panel kernel, prefill; smaller ones: the register kernel,
+/// decode); on x86 without AVX-512, AVX2 FMAs. amx (avx512 where AMX is missing), avx512 and
 /// avx2 force one where the CPU has it (the best it has otherwise), for tests and benchmarks;
 /// scalar is the scalar twin, as isa scalar. The result differs between kernels only within the
-/// bound of docs/attention.md#error-bound. avx512_bf16 is the AVX-512 kernel on bfloat16 pairs
+/// bound of docs/attention.md#error-bound. avx512_bf16 is the AVX-512 kernels on bfloat16 pairs
 /// (vdpbf16ps), the same bits as avx512 where it applies (docs/attention.md#bfloat16-pairs-kernel);
-/// automatic takes it for decode blocks on cores where pairs are faster than fp32 FMAs.
+/// automatic takes it on cores where pairs are faster than fp32 FMAs.
 enum class block_kernel : std::uint8_t { automatic, amx, avx512, scalar, avx2, avx512_bf16 };
 
 }  // namespace minifloat::attention

@@ -313,3 +313,155 @@ TEST_CASE("attention: MX scales outside bfloat16's normal range take the scalar 
   const auto op = dequantize_operands(q, k, v, s, r);
   CHECK(bound_ratio(fast.out, ref.out, fast_bound(op, s, r.p, 1e36, false, ref.out)) < 1.0);
 }
+
+TEST_CASE("attention prefill: the panel kernel's bfloat16-pairs form gives its FMA form's bits", "[attention]") {
+  // The two forms of x86/avx512_panels.hpp (docs/attention.md#prefill-kernel): the same sums in
+  // the same order. Blocks of more than 8 rows take the panel kernel; the shapes have full and
+  // partial blocks and chunks, odd d and dv, and queries with no visible key. Where the CPU lacks
+  // AVX-512 both requests fall back to the same kernel and the comparison still runs.
+  const std::vector<shape_case> prefill = {
+      {{1, 8, 2, 37, 37, 128, 128}, true},   // GQA 4: 148 rows per group, blocks of 64, 64, 20
+      {{2, 4, 1, 20, 130, 72, 40}, false},   // batch, 80 rows: 64 + 16, three chunks
+      {{1, 3, 1, 11, 70, 21, 13}, true},     // odd d and dv, 33 rows
+      {{1, 2, 2, 30, 9, 40, 24}, true},      // Tq > Tk: the first rows see nothing
+  };
+  const std::vector<shape_case> prefill_mx = {
+      {{1, 8, 2, 37, 37, 128, 128}, true},
+      {{2, 4, 1, 20, 130, 64, 32}, false},
+  };
+  std::size_t cases = 0;
+  for (const recipe_case& rc : std::vector<recipe_case>{{"hifloat8/tensor", "hifloat8/tensor", "hifloat8/tensor", "hifloat8"},
+                                                        {"float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn/tensor", "float8_e4m3fn"},
+                                                        {"float8_e5m2/tensor", "float8_e5m2/tensor", "float8_e5m2/tensor", "float8_e5m2"},
+                                                        {"bf16", "bf16", "bf16", "bf16"},
+                                                        {"mxfp8_e4m3", "mxfp8_e4m3", "mxfp8_e4m3/axis=0", "float8_e4m3fn"},
+                                                        {"mxfp8_e5m2", "mxfp8_e5m2", "mxfp8_e5m2/axis=0", "hifloat8"}})
+    for (const auto& [s, causal] : rc.k.find("mx") == std::string::npos ? prefill : prefill_mx) {
+      INFO(name_of(rc) << " " << s.describe() << (causal ? " causal" : ""));
+      const auto r = make_recipe(rc);
+      const auto q = gaussian(s.q_size(), 81), k = gaussian(s.k_size(), 82, 1.5f), v = gaussian(s.v_size(), 83);
+      attention_options o;
+      o.mask = causal ? mask_kind::causal : mask_kind::none;
+      o.kernel = block_kernel::avx512;
+      const auto fma = attention_forward(q, k, v, s, r, o);
+      o.kernel = block_kernel::avx512_bf16;
+      const auto pairs = attention_forward(q, k, v, s, r, o);
+      REQUIRE(fma.out.size() == pairs.out.size());
+      std::size_t differ = 0;
+      for (std::size_t i = 0; i < fma.out.size(); ++i) differ += std::bit_cast<std::uint32_t>(fma.out[i]) != std::bit_cast<std::uint32_t>(pairs.out[i]);
+      CHECK(differ == 0);
+      const auto ref = attention_reference(q, k, v, s, r, o);
+      const auto bound = fast_bound(dequantize_operands(q, k, v, s, r), s, r.p, 1.0 / std::sqrt(static_cast<double>(s.head_dim)), causal, ref.out);
+      CHECK(bound_ratio(fma.out, ref.out, bound) < 1.0);
+      ++cases;
+    }
+  CHECK(cases == 20);
+  // which kernel a prefill block takes: AMX where the CPU has it, else the AVX-512 kernels (the
+  // panel kernel for blocks of more than 8 rows), their pairs form where pairs beat FMAs
+  using minifloat::attention::detail::kernel_for;
+  if (ad::use_avx512(simd::isa::automatic)) {
+    const block_kernel want = ad::use_amx(simd::isa::automatic) ? block_kernel::amx
+                              : simd::avx512::bf16_pairs_beat_fma() ? block_kernel::avx512_bf16
+                                                                    : block_kernel::avx512;
+    CHECK(kernel_for(64, true, true, simd::isa::automatic, block_kernel::automatic) == want);
+    CHECK(kernel_for(64, true, false, simd::isa::automatic, block_kernel::automatic) ==
+          (ad::use_amx(simd::isa::automatic) ? block_kernel::amx : block_kernel::avx512));
+  }
+}
+
+TEST_CASE("attention prefill: which blocks the panel kernel's pairs form takes", "[attention]") {
+  // panel_pairs_apply: pairs_apply, or 8-bit MX K and V with an 8-bit P where the grids of q, K,
+  // V and P keep every product and partial sum 0 or normal (x86/avx512_panels.hpp)
+  const std::size_t rows = 16, tk = 64, d = 64;
+  const auto make = [&](float k_gain, float v_gain, float q_value, std::optional<format_id> p) {
+    struct block {
+      quantized_tensor kq, vq;
+      std::vector<float> q;
+      std::vector<std::size_t> limit;
+      std::vector<float> out, m, l;
+      block_args a;
+    };
+    auto k = gaussian(tk * d, 101), v = gaussian(tk * d, 102);
+    for (auto& x : k) x *= k_gain;
+    for (auto& x : v) x *= v_gain;
+    auto b = std::make_unique<block>(block{quantize(k, tk, d, *parse_operand_scheme("mxfp8_e4m3", "K")),
+                                           quantize(v, tk, d, *parse_operand_scheme("mxfp8_e4m3/axis=0", "V")),
+                                           std::vector<float>(rows * d, q_value), std::vector<std::size_t>(rows, tk),
+                                           std::vector<float>(rows * d), std::vector<float>(rows), std::vector<float>(rows), {}});
+    b->a.k = ad::make_view({}, &b->kq, 0, tk, d), b->a.v = ad::make_view({}, &b->vq, 0, tk, d);
+    b->a.rows = rows, b->a.q = b->q.data(), b->a.q_stride = d, b->a.limit = b->limit.data();
+    b->a.out = b->out.data(), b->a.out_stride = d, b->a.m = b->m.data(), b->a.l = b->l.data();
+    b->a.p.format = p;
+    return b;
+  };
+  CHECK_FALSE(ad::x86::pairs_apply(make(1.0f, 1.0f, 0.5f, format_id::float8_e4m3fn)->a));  // MX: not the register kernel's
+  CHECK(ad::x86::panel_pairs_apply(make(1.0f, 1.0f, 0.5f, format_id::float8_e4m3fn)->a));
+  CHECK(ad::x86::panel_pairs_apply(make(1.0f, 1.0f, 0x1p-60f, format_id::hifloat8)->a));
+  CHECK_FALSE(ad::x86::panel_pairs_apply(make(1.0f, 1.0f, 0.5f, std::nullopt)->a));       // fp32 P
+  CHECK_FALSE(ad::x86::panel_pairs_apply(make(1.0f, 1.0f, 0.5f, format_id::bfloat16)->a));  // not on a grid
+  CHECK_FALSE(ad::x86::panel_pairs_apply(make(1.0f, 1.0f, 0.1f, format_id::float8_e4m3fn)->a));  // q not a bfloat16
+  CHECK_FALSE(ad::x86::panel_pairs_apply(make(1.0f, 1.0f, 0x1p-110f, format_id::float8_e4m3fn)->a));  // q x K's grid < 2^-126
+  CHECK_FALSE(ad::x86::panel_pairs_apply(make(0x1p-108f, 1.0f, 0.5f, format_id::float8_e4m3fn)->a));  // K's grid too fine
+  CHECK_FALSE(ad::x86::panel_pairs_apply(make(1.0f, 0x1p-100f, 0.5f, format_id::hifloat8)->a));  // P x V's grid < 2^-126
+  CHECK(ad::x86::panel_pairs_apply(make(1.0f, 0x1p-80f, 0.5f, format_id::float8_e4m3fn)->a));    // 2^-9 x V's grid is enough
+}
+
+TEST_CASE("attention: the AVX-512 row and pair decoders hold kv_view's values", "[attention]") {
+#if MINIFLOAT_ATTENTION_X86
+  if (!ad::use_avx512(simd::isa::automatic)) {
+    WARN("no AVX-512 on this CPU: the decoders are not run");
+    CHECK_FALSE(simd::isa_available(simd::isa::avx512));
+    return;
+  }
+  std::size_t checked = 0;
+  for (const char* sch : {"hifloat8/tensor", "float8_e5m2/tensor", "bf16", "fp32", "mxfp8_e4m3", "mxfp8_e4m3/axis=0"})
+    for (const std::size_t cols : {std::size_t{40}, std::size_t{128}})
+      for (const std::size_t n : {std::size_t{64}, std::size_t{37}}) {
+        INFO(sch << " cols " << cols << " n " << n);
+        const std::size_t rows = 96, width = (cols + 31) / 32 * 32;
+        const auto x = gaussian(rows * cols, 91 + cols, 3.0f);
+        const auto scheme = parse_operand_scheme(sch, "K");
+        std::optional<quantized_tensor> qt;
+        if (scheme) qt = quantize(x, rows, cols, *scheme);
+        const kv_view view = ad::make_view(x, qt ? &*qt : nullptr, 0, rows, cols);
+        const unsigned planes = ad::x86::planes_of(view.kind);
+        const auto sum_planes = [&](const std::vector<std::uint16_t>& w, std::size_t at, std::size_t stride) {
+          float v = 0.0f;
+          for (unsigned pl = 0; pl < planes; ++pl) v += ad::bf16_value(w[at + pl * stride]);
+          return v;
+        };
+        ad::x86::line_prefetcher pf;
+        const std::size_t r0 = 32;  // a whole MX block along T before the chunk
+        if (view.mx == nullptr || view.mx_axis == 1) {
+          std::vector<std::uint16_t> w(planes * 64 * width, 0xFFFF);
+          ad::x86::decode_rows(view, r0, n, 64, width, w.data(), 64 * width, pf);
+          std::size_t bad = 0;
+          for (std::size_t r = 0; r < 64; ++r)
+            for (std::size_t c = 0; c < width; ++c) {
+              const float want = r < n && c < cols ? view.value(r0 + r, c) : 0.0f;
+              bad += sum_planes(w, r * width + c, 64 * width) != want;
+            }
+          CHECK(bad == 0);
+          checked += 64 * width;
+        }
+        if (view.mx == nullptr || view.mx_axis == 0)
+          for (const bool first_high : {false, true}) {
+            std::vector<std::uint16_t> w(planes * 64 * width, 0xFFFF);
+            ad::x86::decode_pairs(view, r0, n, 32, width, w.data(), 64 * width, pf, first_high);
+            std::size_t bad = 0;
+            for (std::size_t p = 0; p < 32; ++p)
+              for (std::size_t c = 0; c < width; ++c)
+                for (std::size_t h = 0; h < 2; ++h) {  // h: the word's half of its 32-bit pair (1 = high)
+                  const std::size_t r = 2 * p + (first_high ? 1 - h : h);
+                  const float want = r < n && c < cols ? view.value(r0 + r, c) : 0.0f;
+                  bad += sum_planes(w, (p * width + c) * 2 + h, 64 * width) != want;
+                }
+            CHECK(bad == 0);
+            checked += 64 * width;
+          }
+      }
+  CHECK(checked == 368640);
+#else
+  CHECK_FALSE(MINIFLOAT_ATTENTION_X86);
+#endif
+}

@@ -2,6 +2,7 @@
 // on it behave like std::vector; sizes past the address space are a shape_error.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cinttypes>
 #include <cstdint>
 #include <cstdio>
@@ -72,4 +73,33 @@ TEST_CASE("page allocator: alignment, vector semantics, checked sizes", "[core][
   const long kb = huge_kb_at(cache.data());
   std::printf("page_allocator: the mapping holding an 8 MiB buffer has %ld kB on huge pages (-1: unknown)\n", kb);
 #endif
+}
+
+TEST_CASE("page allocator: advise_huge_pages and assign_on_huge_pages", "[core][page_allocator]") {
+  // advice only: any range is accepted, contents and ownership never change
+  std::vector<float> v;
+  assign_on_huge_pages(v, 6 * huge_page_bytes / sizeof(float) + 3, 1.5f);
+  CHECK(v.size() == 6 * huge_page_bytes / sizeof(float) + 3);
+  CHECK(std::all_of(v.begin(), v.end(), [](float x) { return x == 1.5f; }));
+  const float* before = v.data();
+  assign_on_huge_pages(v, 100, 2.0f);  // fits: the storage is kept, the values replaced
+  CHECK(v.data() == before);
+  CHECK(v.size() == 100);
+  CHECK(v.back() == 2.0f);
+  std::vector<float> empty;
+  assign_on_huge_pages(empty, 0, 0.0f);
+  CHECK(empty.empty());
+  advise_huge_pages(nullptr, 0);
+  advise_huge_pages(v.data(), 10);  // less than one whole huge page: nothing to advise
+  advise_huge_pages(reinterpret_cast<const void*>(std::uintptr_t{UINTPTR_MAX - 4}), 100);  // NOLINT: past the end of the address space: ignored
+  std::vector<float> big;
+  assign_on_huge_pages(big, 8 * huge_page_bytes / sizeof(float), 0.0f);
+  big[12345] = 3.0f;
+#if defined(__linux__)
+  // the advice covers the whole huge pages inside the storage: the mapping from the first of them
+  const auto first = (reinterpret_cast<std::uintptr_t>(big.data()) + huge_page_bytes - 1) / huge_page_bytes * huge_page_bytes;  // NOLINT
+  std::printf("assign_on_huge_pages: the advised part of an 8 MiB vector has %ld kB on huge pages (-1: unknown)\n",
+              huge_kb_at(reinterpret_cast<const void*>(first)));  // NOLINT: an address, compared only
+#endif
+  CHECK(big[12345] == 3.0f);
 }

@@ -21,6 +21,26 @@
 
 namespace minifloat::attention::detail::x86 {
 
+/// Whether every q of a block is a bfloat16 that is normal or zero (vdpbf16ps reads subnormals
+/// as 0), and the smallest exponent of a non-zero one (128 where there is none). One branch-free
+/// pass over the block's rows.
+struct q_bf16_scan {
+  bool bf16 = true;
+  int min_exponent = 128;
+};
+inline q_bf16_scan scan_q_bf16(const block_args& a) noexcept {
+  std::uint32_t bad = 0, min_e = 255;
+  for (std::size_t r = 0; r < a.rows; ++r)
+    for (std::size_t c = 0; c < a.k.cols; ++c) {
+      const std::uint32_t b = std::bit_cast<std::uint32_t>(a.q[r * a.q_stride + c]);
+      const std::uint32_t e = (b >> 23) & 0xFFU;
+      const std::uint32_t zero = (b & 0x7FFFFFFFU) == 0 ? 1U : 0U;
+      bad |= (b & 0xFFFFU) | ((e == 0 || e == 255) && zero == 0 ? 1U : 0U);
+      min_e = std::min(min_e, zero != 0 ? 255U : e);
+    }
+  return {bad == 0, static_cast<int>(min_e) - 127};
+}
+
 #if MINIFLOAT_ATTENTION_X86
 
 MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
@@ -328,13 +348,7 @@ inline bool pairs_apply(const block_args& a) noexcept {
   if (!rows_ok(a.k) || !rows_ok(a.v)) return false;
   const p_round pr = p_round_of(a.p);
   if (pr != p_round::hifloat8 && pr != p_round::e4m3 && pr != p_round::e5m2 && pr != p_round::bf16) return false;
-  for (std::size_t r = 0; r < a.rows; ++r)
-    for (std::size_t c = 0; c < a.k.cols; ++c) {
-      const float x = a.q[r * a.q_stride + c];
-      const std::uint32_t b = std::bit_cast<std::uint32_t>(x);
-      if ((b & 0xFFFFU) != 0 || (std::fpclassify(x) != FP_NORMAL && x != 0.0f)) return false;
-    }
-  return true;
+  return scan_q_bf16(a).bf16;
 }
 
 /// pairs: the bfloat16-pairs kernel (pairs_apply(a) must hold): S and P V by vdpbf16ps.

@@ -52,6 +52,7 @@ MINIFLOAT_ATTENTION_X86_DIAGNOSTICS_PUSH
 struct scratch {
   std::vector<std::uint16_t> qt, kb, pa, vb;
   std::vector<std::uint32_t> qw, pw;  // bfloat16 pair words of q and P (avx512.hpp)
+  std::vector<std::uint32_t> kp;      // K's pair-word panel (avx512_panels.hpp)
   std::vector<float> st, part, srow, acc, zero, kdec, vdec, vfac;
   std::vector<std::int32_t> lim;
   float m[max_block_rows], l[max_block_rows], alpha[max_block_rows];
@@ -463,10 +464,12 @@ MINIFLOAT_TARGET_AVX512 inline void decode_rows(const kv_view& x, std::size_t r0
 }
 
 /// Decodes rows r0 .. r0 + n - 1 of V into the pair layout [pair][width][2] (pairs of rows
-/// interleaved per column), `pairs_out` pairs, zero beyond n.
+/// interleaved per column), `pairs_out` pairs, zero beyond n. Word 2c + 0 of pair p is row 2p's
+/// column c and word 2c + 1 row 2p + 1's, so a 32-bit pair holds row 2p in its low half; with
+/// `first_high` the rows swap places (row 2p in the high half: vdpbf16ps then takes it first).
 MINIFLOAT_TARGET_AVX512 inline void decode_pairs(const kv_view& x, std::size_t r0, std::size_t n, std::size_t pairs_out,
                                               std::size_t width, std::uint16_t* out, std::size_t plane_stride,
-                                              line_prefetcher& pf) {
+                                              line_prefetcher& pf, bool first_high = false) {
   const std::size_t cols = x.cols;
   const unsigned planes = planes_of(x.kind);
   const __m512i zero = _mm512_setzero_si512();
@@ -478,8 +481,11 @@ MINIFLOAT_TARGET_AVX512 inline void decode_pairs(const kv_view& x, std::size_t r
       for (unsigned pl = 0; pl < planes; ++pl) std::memset(o + pl * plane_stride, 0, width * 4);
       continue;
     }
-    const std::uint8_t* row0 = x.data + (r0 + t0) * x.row_bytes;
-    const std::uint8_t* row1 = t1 < n ? x.data + (r0 + t1) * x.row_bytes : nullptr;
+    // row0 fills the low words, row1 the high ones; a missing row (t1 >= n) reads as zero
+    const std::uint8_t* first = x.data + (r0 + t0) * x.row_bytes;
+    const std::uint8_t* second = t1 < n ? x.data + (r0 + t1) * x.row_bytes : nullptr;
+    const std::uint8_t* row0 = first_high ? second : first;
+    const std::uint8_t* row1 = first_high ? first : second;
     if (x.kind == element_kind::code8) {
       const auto& tb = tables_of(x.format);
       const __m512i thi0 = _mm512_load_si512(tb.hi), thi1 = _mm512_load_si512(tb.hi + 64);
@@ -488,7 +494,7 @@ MINIFLOAT_TARGET_AVX512 inline void decode_pairs(const kv_view& x, std::size_t r
       for (std::size_t c = 0; c < width; c += 32) {
         const std::size_t left = c < cols ? std::min<std::size_t>(32, cols - c) : 0;
         const __mmask32 mk = left == 32 ? ~__mmask32{0} : ((__mmask32{1} << left) - 1);
-        const __m256i a = _mm256_maskz_loadu_epi8(mk, row0 + c);
+        const __m256i a = row0 != nullptr ? _mm256_maskz_loadu_epi8(mk, row0 + c) : _mm256_setzero_si256();
         const __m256i b = row1 != nullptr ? _mm256_maskz_loadu_epi8(mk, row1 + c) : _mm256_setzero_si256();
         const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
         __m512i w0, w1;
@@ -516,7 +522,7 @@ MINIFLOAT_TARGET_AVX512 inline void decode_pairs(const kv_view& x, std::size_t r
       for (std::size_t c = 0; c < width; c += 32) {
         const std::size_t left = c < cols ? std::min<std::size_t>(32, cols - c) : 0;
         const __mmask32 mk = left == 32 ? ~__mmask32{0} : ((__mmask32{1} << left) - 1);
-        const __m512i a = _mm512_maskz_loadu_epi16(mk, row0 + 2 * c);
+        const __m512i a = row0 != nullptr ? _mm512_maskz_loadu_epi16(mk, row0 + 2 * c) : zero;
         const __m512i b = row1 != nullptr ? _mm512_maskz_loadu_epi16(mk, row1 + 2 * c) : zero;
         _mm512_storeu_si512(o + 2 * c, _mm512_permutex2var_epi16(a, i0, b));
         _mm512_storeu_si512(o + 2 * c + 32, _mm512_permutex2var_epi16(a, i1, b));
@@ -528,7 +534,7 @@ MINIFLOAT_TARGET_AVX512 inline void decode_pairs(const kv_view& x, std::size_t r
       for (std::size_t c = 0; c < width; c += 16) {
         const std::size_t left = c < cols ? std::min<std::size_t>(16, cols - c) : 0;
         const __mmask16 mk = left == 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1U << left) - 1);
-        store_planes16(_mm512_maskz_loadu_ps(mk, row0 + 4 * c), 3, ta[0], 16);
+        store_planes16(row0 != nullptr ? _mm512_maskz_loadu_ps(mk, row0 + 4 * c) : _mm512_setzero_ps(), 3, ta[0], 16);
         store_planes16(row1 != nullptr ? _mm512_maskz_loadu_ps(mk, row1 + 4 * c) : _mm512_setzero_ps(), 3, tb2[0], 16);
         for (unsigned pl = 0; pl < 3; ++pl) {
           const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(_mm256_load_si256(reinterpret_cast<const __m256i*>(ta[pl]))),
@@ -537,6 +543,33 @@ MINIFLOAT_TARGET_AVX512 inline void decode_pairs(const kv_view& x, std::size_t r
         }
       }
     }
+  }
+}
+
+/// In-place transpose of a 16x16 matrix of 32-bit lanes.
+MINIFLOAT_INLINE_AVX512 void transpose16(__m512i r[16]) {
+  __m512i t[16];
+  for (int i = 0; i < 16; i += 2) {
+    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
+    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
+  }
+  for (int i = 0; i < 16; i += 4) {
+    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
+    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
+    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
+    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0x88);
+    t[i + 4] = _mm512_shuffle_i32x4(r[i], r[i + 4], 0xDD);
+    t[i + 8] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0x88);
+    t[i + 12] = _mm512_shuffle_i32x4(r[i + 8], r[i + 12], 0xDD);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
+    r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xDD);
+    r[i + 4] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0x88);
+    r[i + 12] = _mm512_shuffle_i32x4(t[i + 4], t[i + 12], 0xDD);
   }
 }
 
@@ -554,15 +587,22 @@ MINIFLOAT_TARGET_AVX512 inline void update_acc(float* acc, const float* part, co
 }
 
 
-/// Calls f.template operator()<R>() for R = min(rows, 4): the row counts of the FMA kernels' tiles.
+/// Calls f.template operator()<N>() for N = min(n, Max) (n >= 1): the row and vector counts of
+/// the kernels' register tiles, as constants.
+template <int Max, class F>
+inline void with_count(std::size_t n, F&& f) {
+  if constexpr (Max <= 1) {
+    f.template operator()<1>();
+  } else {
+    if (n >= static_cast<std::size_t>(Max)) f.template operator()<Max>();
+    else with_count<Max - 1>(n, f);
+  }
+}
+
+/// with_count<4>: the row counts of the FMA kernels' tiles.
 template <class F>
 inline void with_rows(std::size_t rows, F&& f) {
-  switch (rows) {
-    case 1: f.template operator()<1>(); break;
-    case 2: f.template operator()<2>(); break;
-    case 3: f.template operator()<3>(); break;
-    default: f.template operator()<4>(); break;
-  }
+  with_count<4>(rows, f);
 }
 
 /// Sets up the scratch of a vector kernel's block with one accumulator row of `width` floats per
