@@ -74,8 +74,8 @@ MINIFLOAT_TARGET_AVX512 inline void k_panel_f32(const kv_view& k, std::size_t c0
       if (k.kind == element_kind::f32) {
         const std::size_t left = cb < d ? std::min<std::size_t>(16, d - cb) : 0;
         const __mmask16 mk = static_cast<__mmask16>((1U << left) - 1U);
-        for (std::size_t i = 0; i < 16; ++i)
-          r[i] = j0 + i < n ? _mm512_maskz_loadu_epi32(mk, k.data + (c0 + j0 + i) * k.row_bytes + 4 * cb) : _mm512_setzero_si512();
+        for (std::size_t i = 0; i < 16; ++i)  // no address past the stored rows is formed
+          r[i] = j0 + i < n && left > 0 ? _mm512_maskz_loadu_epi32(mk, k.data + (c0 + j0 + i) * k.row_bytes + 4 * cb) : _mm512_setzero_si512();
       } else {
         for (std::size_t i = 0; i < 16; ++i)
           r[i] = _mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(words + (j0 + i) * dp + cb))), 16);
@@ -108,7 +108,7 @@ MINIFLOAT_TARGET_AVX512 inline void v_panel_f32(const kv_view& v, std::size_t c0
       for (std::size_t c = 0; c < dvp; c += 16) {
         const std::size_t left = j < n && c < dv ? std::min<std::size_t>(16, dv - c) : 0;
         const __mmask16 mk = static_cast<__mmask16>((1U << left) - 1U);
-        _mm512_storeu_ps(vt + j * dvp + c, _mm512_maskz_loadu_ps(mk, v.data + (c0 + j) * v.row_bytes + 4 * c));
+        _mm512_storeu_ps(vt + j * dvp + c, left > 0 ? _mm512_maskz_loadu_ps(mk, v.data + (c0 + j) * v.row_bytes + 4 * c) : _mm512_setzero_ps());
       }
     return;
   }
