@@ -9,6 +9,7 @@
 #include <span>
 
 #include <minifloat/analysis/analysis.hpp>
+#include <minifloat/core/checked.hpp>
 #include <minifloat/analysis/metrics.hpp>
 #include <minifloat/gemm/gemm.hpp>
 #include <minifloat/quant/scheme_string.hpp>
@@ -163,7 +164,7 @@ py_quantized from_parts_py(const std::string& scheme, const std::vector<py::ssiz
   std::size_t total = 1;
   for (auto d : shape) {
     if (d < 0) throw py::value_error("QuantizedTensor.from_parts: negative dimension in shape");
-    total *= static_cast<std::size_t>(d);
+    total = checked_mul(total, static_cast<std::size_t>(d), "QuantizedTensor.from_parts: the shape's element count");
   }
   const auto cols = static_cast<std::size_t>(shape.back());
   const std::size_t rows = cols == 0 ? 0 : total / cols;

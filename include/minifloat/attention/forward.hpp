@@ -4,7 +4,11 @@
 // (kernel.hpp, x86/amx.hpp) over (batch, KV head, block of up to 64 query rows), threaded.
 // Deviation from attention_reference: docs/attention.md#error-bound (tested element-wise).
 // Non-finite operands (a NaN code, an Inf in an fp32 operand, a NaN MX scale): the call returns
-// attention_reference's result, so the defined behaviour is the reference's.
+// attention_reference's result, so the defined behaviour is the reference's. The same holds when
+// the operands are finite but the fp32 kernel overflowed (V near FLT_MAX, huge scores): a NaN or
+// Inf in its output, row sums or row maxima sends the whole call to attention_reference, which
+// computes in double (docs/attention.md#the-reference). A softmax scale that is
+// not a finite float32 is refused (std::invalid_argument) on both paths.
 #include <algorithm>
 #include <array>
 #include <atomic>
@@ -105,6 +109,15 @@ inline bool has_nonfinite_bf16(const std::uint8_t* words, std::size_t n) {
 inline bool has_nonfinite_value(std::span<const float> x) {
   unsigned any = 0;
   for (const float v : x) any |= static_cast<unsigned>((std::bit_cast<std::uint32_t>(v) & 0x7F800000U) == 0x7F800000U);
+  return any != 0;
+}
+
+/// True if the output, a row sum or a row max holds NaN or +-Inf (a row max of -Inf is a row
+/// with no visible key, as in the reference).
+inline bool has_nonfinite_result(const attention_result& r) {
+  if (has_nonfinite_value(r.out) || has_nonfinite_value(r.row_sum)) return true;
+  unsigned any = 0;
+  for (const float m : r.row_max) any |= static_cast<unsigned>(std::isnan(m) || m == std::numeric_limits<float>::infinity());
   return any != 0;
 }
 
@@ -260,6 +273,7 @@ inline void run_blocks(const attention_shape& s, const query_source& qv, const s
                                                         std::span<const float> v, const attention_shape& s,
                                                         const attention_recipe& r, const attention_options& opt = {}) {
   check_attention_call(s, q.size(), k.size(), v.size(), r);
+  check_softmax_scale(opt);
   detail::check_fast_operand(r.k, "K", 1);
   detail::check_fast_operand(r.v, "V", 0);
   if (simd::detail::resolve(opt.isa) == simd::isa::automatic)
@@ -296,6 +310,10 @@ inline void run_blocks(const attention_shape& s, const query_source& qv, const s
   const float v_factor = vscale * (r.p.format ? r.p.scale : 1.0f);
   attention_result res;
   detail::run_blocks(s, qv, views, s_factor, v_factor, r.p, opt, res);
+  // Finite operands, yet fp32 overflowed somewhere (a score, or P V with V near FLT_MAX, where the
+  // reference's double stays finite): the whole call is recomputed by the reference, so finite
+  // in never gives a silent Inf or NaN out. One pass over the output, outside the kernels.
+  if (detail::has_nonfinite_result(res)) return attention_reference(q, k, v, s, r, opt);
   return res;
 }
 

@@ -31,6 +31,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <span>
@@ -83,6 +84,8 @@ class kv_cache {
     }
     detail::check_fast_operand(cfg_.k, "K", 1);
     detail::check_fast_operand(cfg_.v, "V", 0);
+    check_static_scale(cfg_.k, cfg_.k_scale, "k_scale");
+    check_static_scale(cfg_.v, cfg_.v_scale, "v_scale");
     const auto tileable = [](const operand_scheme& x) {
       return x && x->gran == granularity::tensor && (x->format == format_id::bfloat16 || detail::is_code8(x->format));
     };
@@ -116,11 +119,19 @@ class kv_cache {
       throw shape_error("kv_cache append: V has " + std::to_string(v.size()) + " values; expected (Hkv, n, dv) = (" +
                         std::to_string(hk) + ", " + std::to_string(n) + ", " + std::to_string(dv) + ")");
     if (n == 0) return;
+    // The static scales this append quantizes with, checked against its tokens before anything
+    // changes: a refused append leaves the cache as it was.
+    std::optional<float> ks = k_scale_, vs = v_scale_;
+    if (!ks && cfg_.k && cfg_.k->gran == granularity::tensor) ks = cfg_.k_scale ? *cfg_.k_scale : first_scale(k, hk * n, d, *cfg_.k);
+    if (!merged() && !vs && cfg_.v && cfg_.v->gran == granularity::tensor) vs = cfg_.v_scale ? *cfg_.v_scale : first_scale(v, hk * n, dv, *cfg_.v);
+    if (ks && cfg_.k && cfg_.k->gran == granularity::tensor)
+      check_scales_keep_finite(matrix_view<const float>(k, hk * n, d), *cfg_.k, std::span<const float>(&*ks, 1));
+    if (!merged() && vs && cfg_.v && cfg_.v->gran == granularity::tensor)
+      check_scales_keep_finite(matrix_view<const float>(v, hk * n, dv), *cfg_.v, std::span<const float>(&*vs, 1));
     for (const float x : k) nonfinite_ = nonfinite_ || !std::isfinite(x);
     if (!merged())
       for (const float x : v) nonfinite_ = nonfinite_ || !std::isfinite(x);
-    if (!k_scale_ && cfg_.k && cfg_.k->gran == granularity::tensor) k_scale_ = cfg_.k_scale ? *cfg_.k_scale : first_scale(k, hk * n, d, *cfg_.k);
-    if (!merged() && !v_scale_ && cfg_.v && cfg_.v->gran == granularity::tensor) v_scale_ = cfg_.v_scale ? *cfg_.v_scale : first_scale(v, hk * n, dv, *cfg_.v);
+    k_scale_ = ks, v_scale_ = vs;
     std::vector<float> vtok;  // the V values of one head (merged: C[..., :dv])
     for (std::size_t h = 0; h < hk; ++h) {
       const auto kh = k.subspan(h * n * d, n * d);
@@ -194,6 +205,23 @@ class kv_cache {
   static std::size_t elem_bytes(const operand_scheme& s) noexcept {
     if (!s) return 4;
     return s->format == format_id::bfloat16 ? 2 : 1;
+  }
+
+  /// A caller's static scale is used for every later token, whatever its value: it must be finite,
+  /// positive, and keep the format's largest code finite (scale x max <= FLT_MAX), else no append
+  /// could promise finite values.
+  static void check_static_scale(const operand_scheme& s, const std::optional<float>& scale, const char* name) {
+    if (!scale || !s || s->gran != granularity::tensor) return;
+    const float sc = *scale;
+    const float fmax = static_cast<float>(minifloat::detail::format_max_finite(s->format));
+    if (sc > 0.0f && std::isfinite(sc) && std::isfinite(sc * fmax)) return;
+    char buf[320];
+    std::snprintf(buf, sizeof buf,
+                  "kv_cache: %s %.9g times the largest %s value %.9g is not a finite float32; expected a finite scale "
+                  "> 0 of at most 2^%d",
+                  name, static_cast<double>(sc), std::string(to_string(s->format)).c_str(), static_cast<double>(fmax),
+                  127 - std::ilogb(fmax));
+    throw std::invalid_argument(buf);
   }
 
   static float first_scale(std::span<const float> x, std::size_t rows, std::size_t cols, const quant_scheme& s) {
@@ -350,7 +378,8 @@ inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std:
 
 /// One decode step: n query tokens per query head, q (Hq, n, d), against every cached token
 /// (causal among the n new tokens when opt.mask is causal: they are the cache's last n). Out
-/// (Hq, n, dv) and m, l per (head, token). Non-finite cache contents or queries: the reference.
+/// (Hq, n, dv) and m, l per (head, token). Non-finite cache contents or queries, or an fp32
+/// overflow of the kernel on finite ones: the reference.
 [[nodiscard]] inline attention_result decode_step(const kv_cache& c, std::span<const float> q, std::size_t q_heads,
                                                   std::size_t n, const decode_recipe& r, const attention_options& opt = {}) {
   detail::check_decode(c, q, q_heads, n);
@@ -373,6 +402,8 @@ inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std:
   const float v_factor = (views.empty() ? 1.0f : views[0].second.scale) * (r.p.format ? r.p.scale : 1.0f);
   attention_result res;
   detail::run_blocks(s, qv, views, s_factor, v_factor, r.p, opt, res);
+  // fp32 overflow on finite contents (as attention_forward): the reference's double result.
+  if (detail::has_nonfinite_result(res)) return decode_reference(c, q, q_heads, n, r, opt);
   return res;
 }
 

@@ -14,6 +14,9 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
+#include <stdexcept>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string>
@@ -230,6 +233,13 @@ inline void rotate_rows(std::span<float> x, std::size_t d, std::uint64_t seed, b
 
 namespace detail {
 
+/// A number for a message in %g form, so 1e-45 does not print as 0.000000.
+inline std::string number_text(double x) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.9g", x);
+  return buf;
+}
+
 inline std::string dims(std::size_t a, std::size_t b, std::size_t c, std::size_t d) {
   return "(" + std::to_string(a) + ", " + std::to_string(b) + ", " + std::to_string(c) + ", " + std::to_string(d) + ")";
 }
@@ -261,10 +271,26 @@ inline void check_attention_call(const attention_shape& s, std::size_t q_size, s
     if (*op) op->value().validate();
   for (const auto* f : {&r.p, &r.d_s})
     if (f->format && !(f->scale > 0.0f && std::isfinite(f->scale)))
-      throw std::invalid_argument("attention: a static P / dS scale must be finite and positive, got " + std::to_string(f->scale));
+      throw std::invalid_argument(std::string("attention: the static ") + (f == &r.p ? "P" : "dS") + " scale is " +
+                                  detail::number_text(f->scale) +
+                                  " as a float32 (a tiny scale such as 1e-50 rounds to 0); expected a finite float32 scale "
+                                  "> 0 (at most 3.40282347e+38)");
+}
+
+/// A caller's softmax scale must be finite and within float32's range: the fast paths multiply
+/// it into an fp32 factor, and a NaN or Inf scale would give NaN rows on one path and zeros on
+/// the other. Throws std::invalid_argument naming the value.
+inline void check_softmax_scale(const attention_options& o) {
+  if (!o.softmax_scale) return;
+  const double v = *o.softmax_scale;
+  if (!std::isfinite(v) || std::fabs(v) > static_cast<double>(std::numeric_limits<float>::max()))
+    throw std::invalid_argument("attention: softmax scale " + detail::number_text(v) +
+                                " is not a finite float32; expected a finite scale with |scale| <= 3.40282347e+38 "
+                                "(default 1 / sqrt(d))");
 }
 
 [[nodiscard]] inline double softmax_scale_of(const attention_shape& s, const attention_options& o) {
+  check_softmax_scale(o);
   return o.softmax_scale ? *o.softmax_scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
 }
 

@@ -191,6 +191,7 @@ inline std::vector<float> to_float(const std::vector<double>& x) {
 [[nodiscard]] inline attention_result attention_reference(std::span<const float> q, std::span<const float> k,
                                                           std::span<const float> v, const attention_shape& s,
                                                           const attention_recipe& r, const attention_options& opt = {}) {
+  check_softmax_scale(opt);
   const auto op = dequantize_operands(q, k, v, s, r);
   std::vector<double> out, m, l;
   detail::forward_double(op.q.data(), op.k.data(), op.v.data(), s, r.p, softmax_scale_of(s, opt), opt.mask, out, m, l);

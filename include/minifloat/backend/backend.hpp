@@ -161,7 +161,7 @@ inline slab_layout slabs_of(const quant_scheme& s, const tensor_view& codes) {
     l.rows = usize(codes.rows()), l.cols = usize(codes.cols());
   }
   std::tie(l.grid_rows, l.grid_cols) = scale_grid(s, l.rows, l.cols);
-  l.code_bytes = l.rows * minifloat::detail::code_row_bytes(s.format, l.cols);
+  l.code_bytes = checked_mul(l.rows, minifloat::detail::code_row_bytes(s.format, l.cols), "backend: codes of one slab");
   return l;
 }
 
@@ -525,7 +525,7 @@ inline grouped_problem check_grouped_gemm(std::string_view who, const quantized_
   slab_layout& s = p.b_slab;
   s.count = usize(p.groups), s.rows = usize(b.codes.dim(1)), s.cols = usize(b.codes.dim(2));
   std::tie(s.grid_rows, s.grid_cols) = scale_grid(b.scheme, s.rows, s.cols);
-  s.code_bytes = s.rows * minifloat::detail::code_row_bytes(b.scheme.format, s.cols);
+  s.code_bytes = checked_mul(s.rows, minifloat::detail::code_row_bytes(b.scheme.format, s.cols), "grouped gemm: codes of one B slab");
   require_tensor(who, "B scales", b.scales, where);
   if (b.scheme.gran == granularity::mx) {
     require_type(who, "B scales", b.scales, format_id::float8_e8m0fnu);

@@ -21,9 +21,19 @@ constexpr std::size_t ceil_div(std::size_t a, std::size_t b) noexcept { return a
 template <class T>
 inline constexpr int sizeof_bits = T::spec::bits;
 
-/// Bytes needed to store n codes of a `bits`-wide format.
+/// Bytes needed to store n codes of a `bits`-wide format. FP4 rounds up without n + 1 (which
+/// wraps at SIZE_MAX); 16-bit formats can still wrap for n >= 2^63: sizes from callers go
+/// through packed_bytes_checked.
 constexpr std::size_t packed_bytes(std::size_t n, int bits) noexcept {
-  return bits == 4 ? (n + 1) / 2 : n * static_cast<std::size_t>(bits > 8 ? 2 : 1);
+  return bits == 4 ? detail::ceil_div(n, 2) : n * static_cast<std::size_t>(bits > 8 ? 2 : 1);
+}
+
+/// packed_bytes, or shape_error naming `what` when the byte count does not fit in std::size_t.
+inline std::size_t packed_bytes_checked(std::size_t n, int bits, const char* what) {
+  if (bits > 8 && n > SIZE_MAX / 2)
+    throw shape_error(std::string(what) + ": " + std::to_string(n) + " codes of 2 bytes (" + std::to_string(bits) +
+                      "-bit format) do not fit in a 64-bit size");
+  return packed_bytes(n, bits);
 }
 
 /// Packs n 4-bit codes (one per byte, high bits ignored) into (n + 1) / 2 bytes.

@@ -558,6 +558,7 @@ inline void run_fast(const problem& p, std::span<const float> bias, float* c, st
                  [&](std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
                    if (gemv) run_gemv(ctx, m0, m1, n0, n1);
                    else run_blocked(ctx, m0, m1, n0, n1);
+                   fix_fp32_overflow(p, bias, c, ldc, m0, m1, n0, n1);  // reference.hpp's overflow rule
                  });
 }
 

@@ -23,6 +23,12 @@
 //       s = sA(m, j) * sB(j, n)                                  // one fp32 rounding
 //       acc = fma(p, s, acc)                                     // one rounding
 //     out = acc (float32) or RNE(acc) to bfloat16 (a second rounding, unlike exact mode)
+//   Overflow rule (finite in, never a silent Inf out): when acc ends NaN or +-Inf although every
+//   value and scale of A's row m, of B's column n and the bias are finite (an fp32 partial sum or
+//   s = sA*sB overflowed, e.g. blocks of -FLT_MAX then +FLT_MAX that cancel), acc is replaced by
+//   the exact sum rounded once to float32 (exact mode's fp32 value; still Inf when the exact
+//   value itself is beyond float32). The fast path finds such outputs in one pass over C after
+//   its kernels and recomputes only them, so it stays bit-identical to this definition.
 //   The products a*b never round: element values have <= 4 significant bits and lie in
 //   [2^-22, 2^16), so every product is a normal fp32 of <= 8 bits.
 //   The fast path (blocked.hpp) computes exactly this, bit for bit, for every shape, format,
@@ -38,12 +44,16 @@
 // times; s = sA*sB rounds once; acc rounds once per remaining block (<= J fma); the bias sees
 // only the J fma roundings. Products a*b >= 2^-44 keep every partial sum normal, so the only
 // underflow is in s (|s - sA sB| <= 2^-150 when it is below 2^-126) and in subnormal acc
-// values (<= 2^-150 per fma): the second term. Overflow to Inf is outside the bound. Per-tensor
+// values (<= 2^-150 per fma): the second term. Overflow to Inf is outside the bound (the
+// overflow rule above gives those outputs the exact value). Per-tensor
 // and per-channel/token scales have J = 1, L = K: gamma(K + 1); MX: gamma(32 + K/32).
 // bfloat16 output adds its own rounding: |out - C_exact| <= 2^-8 |C_fp32_blocks| + bound
 // (+ 2^-134 in bfloat16's subnormal range). exact mode is the correctly rounded value itself.
 // tests/unit/gemm/test_gemm.cpp checks the bound element by element (random and PP-OCRv4 data).
 #include <cstddef>
+#include <vector>
+#include <cstdint>
+#include <bit>
 #include <cmath>
 #include <span>
 
@@ -94,13 +104,62 @@ inline exact_sum exact_one(const problem& p, std::size_t m, std::size_t n, std::
   return acc;
 }
 
+/// Whether every value and scale of A's row m (A) or B's column n (B) is finite.
+inline bool a_row_finite(const problem& p, std::size_t m) noexcept {
+  for (std::size_t k = 0; k < p.k; ++k)
+    if (!std::isfinite(p.a.value(m, k)) || !std::isfinite(p.a.scale(m, k))) return false;
+  return true;
+}
+inline bool b_col_finite(const problem& p, std::size_t n) noexcept {
+  for (std::size_t k = 0; k < p.k; ++k)
+    if (!std::isfinite(p.b.value(n, k)) || !std::isfinite(p.b.scale(n, k))) return false;
+  return true;
+}
+
+/// The overflow rule of fp32_blocks (header comment): an output the fp32 order leaves NaN or
+/// +-Inf although every operand it reads is finite takes the exact sum rounded to float32.
+inline float exact_float(const problem& p, std::size_t m, std::size_t n, std::span<const float> bias) noexcept {
+  return static_cast<float>(exact_one(p, m, n, bias).round(24));
+}
+
+/// The overflow rule over the outputs [m0, m1) x [n0, n1) of fp32 C (row stride ldc), as the fast
+/// path applies it after its kernels: one pass over C; A rows and B columns are checked for
+/// finite operands only where an output is not finite, each at most once.
+inline void fix_fp32_overflow(const problem& p, std::span<const float> bias, float* c, std::size_t ldc, std::size_t m0,
+                              std::size_t m1, std::size_t n0, std::size_t n1) {
+  bool any = false;
+  for (std::size_t m = m0; m < m1; ++m) {
+    const float* row = c + m * ldc;
+    std::uint32_t bad = 0;
+    for (std::size_t n = n0; n < n1; ++n)
+      bad |= static_cast<std::uint32_t>((std::bit_cast<std::uint32_t>(row[n]) & 0x7F800000U) == 0x7F800000U);
+    any = any || bad != 0;
+  }
+  if (!any) return;
+  std::vector<signed char> col_ok(n1 - n0, -1);  // -1: not checked yet
+  for (std::size_t m = m0; m < m1; ++m) {
+    signed char row_ok = -1;
+    for (std::size_t n = n0; n < n1; ++n) {
+      float& o = c[m * ldc + n];
+      if (std::isfinite(o) || (!bias.empty() && !std::isfinite(bias[n]))) continue;
+      if (row_ok < 0) row_ok = a_row_finite(p, m) ? 1 : 0;
+      if (row_ok == 0) break;
+      signed char& ok = col_ok[n - n0];
+      if (ok < 0) ok = b_col_finite(p, n) ? 1 : 0;
+      if (ok == 1) o = exact_float(p, m, n, bias);
+    }
+  }
+}
+
 template <class Out>
 void reference_run(const problem& p, std::span<const float> bias, std::span<Out> out, gemm_accumulation mode) {
   for (std::size_t m = 0; m < p.m; ++m)
     for (std::size_t n = 0; n < p.n; ++n) {
       Out& o = out[m * p.n + n];
       if (mode == gemm_accumulation::fp32_blocks) {
-        const float v = fp32_blocks_one(p, m, n, bias.empty() ? 0.0f : bias[n]);
+        float v = fp32_blocks_one(p, m, n, bias.empty() ? 0.0f : bias[n]);
+        if (!std::isfinite(v) && (bias.empty() || std::isfinite(bias[n])) && a_row_finite(p, m) && b_col_finite(p, n))
+          v = exact_float(p, m, n, bias);
         if constexpr (std::is_same_v<Out, float>) o = v;
         else o = to_bf16(v);
       } else {

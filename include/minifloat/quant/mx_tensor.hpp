@@ -40,6 +40,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "../core/checked.hpp"
 #include "../core/errors.hpp"
 #include "../simd/mx.hpp"
 #include "../formats/float16.hpp"
@@ -227,7 +228,7 @@ void mx_dequantize(basic_mx_tensor_view<Elem, Byte> q, std::span<float> out, con
                           detail::mx_shape_string(rows, cols, axis) + ": " + std::to_string(grid[0]) + " x " +
                               std::to_string(grid[1]) + " blocks");
   const auto cs = mx_cann_scale_shape(rows, cols, axis);
-  std::vector<std::uint8_t> out(cs[0] * cs[1] * cs[2], pad);
+  std::vector<std::uint8_t> out(checked_product({cs[0], cs[1], cs[2]}, "mx_scales_to_cann: CANN scales"), pad);
   if (axis == 1) {
     // (rows, kb) -> (rows, kb_pad): each row padded to an even count.
     const std::size_t kb = grid[1], kb_pad = 2 * cs[1];
@@ -248,7 +249,7 @@ void mx_dequantize(basic_mx_tensor_view<Elem, Byte> q, std::span<float> out, con
 [[nodiscard]] inline std::vector<std::uint8_t> mx_scales_from_cann(std::span<const std::uint8_t> cann, std::size_t rows,
                                                                    std::size_t cols, int axis, std::uint8_t pad = 0) {
   const auto cs = mx_cann_scale_shape(rows, cols, axis);
-  if (cann.size() != cs[0] * cs[1] * cs[2])
+  if (cann.size() != checked_product({cs[0], cs[1], cs[2]}, "mx_scales_from_cann: CANN scales"))
     detail::mx_throw_size("mx_scales_from_cann", "CANN scales", cann.size(), cs[0] * cs[1] * cs[2],
                           detail::mx_shape_string(rows, cols, axis) + ": " + std::to_string(cs[0]) + " x " +
                               std::to_string(cs[1]) + " x 2");

@@ -28,6 +28,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <span>
 #include <stdexcept>
@@ -63,8 +64,10 @@ namespace detail {
 
 using minifloat::format_bits;
 
-/// Bytes of one row of codes.
-inline std::size_t code_row_bytes(format_id f, std::size_t cols) { return packed_bytes(cols, format_bits(f)); }
+/// Bytes of one row of codes (shape_error when they do not fit in size_t: bfloat16 with 2^63 columns).
+inline std::size_t code_row_bytes(format_id f, std::size_t cols) {
+  return packed_bytes_checked(cols, format_bits(f), "quantized tensor: row of codes");
+}
 
 /// The tile one scale covers, as (rows, cols) of elements (mx: the E8M0 tile).
 inline std::pair<std::size_t, std::size_t> scale_tile(const quant_scheme& s, std::size_t rows, std::size_t cols) {
@@ -160,8 +163,11 @@ class quantized_tensor {
   [[nodiscard]] quantized_tensor_view view() const noexcept {
     return {scheme_, rows_, cols_, codes_, scales_, mx_scales_};
   }
-  /// Element (r, c)'s code, unpacked.
+  /// Element (r, c)'s code, unpacked; std::out_of_range outside rows() x cols().
   [[nodiscard]] unsigned code(std::size_t r, std::size_t c) const {
+    if (r >= rows_ || c >= cols_)
+      throw std::out_of_range("quantized_tensor::code: element (" + std::to_string(r) + ", " + std::to_string(c) +
+                              ") of a " + std::to_string(rows_) + "x" + std::to_string(cols_) + " tensor");
     const auto rb = detail::code_row_bytes(scheme_.format, cols_);
     return detail::get_code(std::span(codes_).subspan(r * rb, rb), format_bits(scheme_.format), c);
   }
@@ -364,6 +370,71 @@ void dequantize_mx(const quantized_tensor_view& q, std::span<float> out, const q
   });
 }
 
+/// The largest finite value of an element format (0 for E8M0, which is no element format).
+inline double format_max_finite(format_id f) {
+  return visit_format(f, [](auto t) -> double {
+    using S = typename decltype(t)::type::spec;
+    if constexpr (requires { S::max_code; }) return S::decode(S::max_code);
+    else return 0.0;
+  });
+}
+
+/// Caller-given fp32 scales must keep every dequantized value of their group finite (a finite
+/// scale such as 2^127 would otherwise turn finite inputs into Inf). A scale whose product with
+/// the format's max finite value is finite passes at once (no pass over the data); only for the
+/// rare scale that is not is the group's finite amax scanned and its largest possible code
+/// (rounded away from zero under directed and stochastic rounding) checked, in float32 as
+/// dequantize() computes it. Throws std::invalid_argument naming the group, scale and amax.
+template <class Elem>
+void check_given_scales_finite(matrix_view<const float> x, const quant_scheme& s, std::span<const float> scales,
+                               const quantize_options& o) {
+  const float fmax = static_cast<float>(format_max_finite(s.format));
+  const auto tile = scale_tile(s, x.rows, x.cols);  // no structured binding: see quantize_scaled_groups
+  const std::size_t tr = tile.first, tc = tile.second, gc = ceil_div(x.cols, tc);
+  const bool directed = s.round == rounding::upward || s.round == rounding::downward || s.round == rounding::stochastic;
+  const conversion conv{directed ? rounding::upward : s.round, overflow::saturate};
+  for (std::size_t g = 0; g < scales.size(); ++g) {
+    const float sc = scales[g];
+    if (std::isfinite(fmax * sc)) continue;
+    const std::size_t bi = g / gc, bj = g % gc;
+    const std::size_t r0 = bi * tr, r1 = std::min(x.rows, r0 + tr), c0 = bj * tc, c1 = std::min(x.cols, c0 + tc);
+    float amax = 0.0f;
+    for (std::size_t r = r0; r < r1; ++r) {
+      float a = 0.0f;
+      simd::check(simd::finite_amax(std::span<const float>(x.row(r) + c0, c1 - c0), a, {.path = o.path}),
+                  "quantize_with_scales");
+      amax = std::max(amax, a);
+    }
+    const float top = static_cast<float>(narrow<Elem>(amax / sc, conv));
+    if (std::isfinite(top * sc)) continue;
+    char buf[512];
+    std::snprintf(buf, sizeof buf,
+                  "quantize_with_scales: scale %.9g of group %zu (rows %zu..%zu, cols %zu..%zu) times %.9g, the "
+                  "code of its largest finite |x| %.9g, overflows float32 on dequantization; expected a scale that keeps "
+                  "every dequantized value of the group finite (any scale up to 2^%d keeps every code of ",
+                  static_cast<double>(sc), g, r0, r1 - 1, c0, c1 - 1, static_cast<double>(top), static_cast<double>(amax),
+                  127 - std::ilogb(fmax));
+    throw std::invalid_argument(buf + std::string(to_string(s.format)) + " finite)");
+  }
+}
+
+}  // namespace detail
+
+/// Throws std::invalid_argument if a caller's fp32 scales would turn a finite value of x into
+/// Inf on dequantization (detail::check_given_scales_finite); part of quantize_with_scales'
+/// checks (detail::check_static_scales, which backends run too), and what a cache holding one
+/// static scale runs before it changes anything.
+inline void check_scales_keep_finite(matrix_view<const float> x, const quant_scheme& s, std::span<const float> scales,
+                                     const quantize_options& o = {}) {
+  if (x.rows == 0 || x.cols == 0) return;
+  visit_format(s.format, [&](auto t) {
+    using Elem = typename decltype(t)::type;
+    if constexpr (!std::is_same_v<Elem, float8_e8m0fnu>) detail::check_given_scales_finite<Elem>(x, s, scales, o);
+  });
+}
+
+namespace detail {
+
 /// quantize_with_scales' argument checks (also what a backend runs before it hands static scales
 /// to a device): a valid fp32-scaled scheme and matrix, one finite positive scale per group.
 inline void check_static_scales(matrix_view<const float> x, const quant_scheme& s, std::span<const float> scales) {
@@ -380,6 +451,7 @@ inline void check_static_scales(matrix_view<const float> x, const quant_scheme& 
   for (const float sc : scales)
     if (!(sc > 0.0f) || !std::isfinite(sc))
       throw std::invalid_argument("quantize_with_scales: scales must be finite and positive, got " + std::to_string(sc));
+  check_scales_keep_finite(x, s, scales);
 }
 
 /// The ISA level must be one this CPU has (the kernels would report it per call anyway; this
@@ -433,7 +505,10 @@ inline quantized_tensor quantize(std::span<const float> x, std::size_t rows, std
 /// grid) instead of computing them: the delayed-scaling and calibration path, and the way to
 /// re-quantize dequantized data exactly (quantize_with_scales(dequantize(q), s, q.scales())
 /// reproduces q's codes; recomputing scales need not, since rounding can move amax into the
-/// next binade). Not for mx, whose scales are always computed from the block.
+/// next binade). Not for mx, whose scales are always computed from the block. Finite stays
+/// finite: a scale under which a finite element of its group would dequantize to Inf (2^127
+/// with hifloat8, whose codes reach 2^15) is refused with std::invalid_argument before any work
+/// (check_scales_keep_finite); scales whose product with the format's max is finite cost nothing.
 inline quantized_tensor quantize_with_scales(matrix_view<const float> x, const quant_scheme& s,
                                              std::span<const float> scales, const quantize_options& o = {}) {
   detail::check_static_scales(x, s, scales);

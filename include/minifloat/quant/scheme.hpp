@@ -16,12 +16,14 @@
 //         T = 15 - N_guard (the recipe's guard rule; N_guard 11 gives T = 4, the default)
 //   none  s = 1 (a direct cast)
 // Quantization always saturates; the rounding is the format's own nearest unless given.
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <utility>
 
 #include "../core/errors.hpp"
 #include "../formats/format_list.hpp"
@@ -41,6 +43,21 @@ struct enum_names<granularity> {
 };
 
 constexpr std::optional<granularity> parse_granularity(std::string_view s) noexcept { return parse_enum<granularity>(s); }
+
+/// The binades [lo, hi] of a format that hold a finite nonzero value: ilogb of its smallest
+/// positive and of its largest finite value (hifloat8: -22 .. 15, float8_e4m3fn: -9 .. 8). A pow2
+/// target T outside them puts the amax where every value flushes to zero (T < lo) or where values
+/// near the amax clip to max (T > hi). {0, 0} for a format without such values (E8M0).
+[[nodiscard]] inline std::pair<int, int> format_binades(format_id f) {
+  return visit_format(f, [](auto t) -> std::pair<int, int> {
+    using S = typename decltype(t)::type::spec;
+    if constexpr (requires { S::denorm_min_code; S::max_code; }) {
+      return {std::ilogb(S::decode(S::denorm_min_code)), std::ilogb(S::decode(S::max_code))};
+    } else {
+      return {0, 0};
+    }
+  });
+}
 
 struct quant_scheme {
   format_id format = format_id::hifloat8;
@@ -114,7 +131,30 @@ struct quant_scheme {
     }
     if (rule == scale_rule::pow2 && (target < -126 || target > 127))
       throw shape_error("pow2 target T must lie in [-126, 127], got " + std::to_string(target));
+    if (rule == scale_rule::pow2) check_pow2_target();
   }
+
+ private:
+  /// The pow2 target must put the amax inside the format's binades (format_binades); every entry
+  /// point (quantize, parse_scheme, quantize_with_scales, the gemm/attention operand schemes, the
+  /// CLI, Python) reaches this through validate(), so all refuse the same schemes with this text.
+  void check_pow2_target() const {
+    const auto [lo, hi] = format_binades(format);
+    if (target >= lo && target <= hi) return;
+    const bool below = target < lo;
+    const bool hif8 = format == format_id::hifloat8;
+    const std::string range = "2^" + std::to_string(lo) + " .. 2^" + std::to_string(hi);
+    std::string what = "pow2 target T = " + std::to_string(target);
+    if (hif8) what += " (N_guard " + std::to_string(15 - target) + ")";
+    std::string expected = "expected T from " + std::to_string(lo) + " to " + std::to_string(hi);
+    if (hif8) expected += " (N_guard from " + std::to_string(15 - hi) + " to " + std::to_string(15 - lo) + ")";
+    throw shape_error(what + " puts the amax at 2^" + std::to_string(target) + ", outside the binades of " +
+                      std::string(to_string(format)) + " (" + range + "): " +
+                      (below ? "every value would flush to zero" : "values near the amax would be clipped to its max") +
+                      "; " + expected);
+  }
+
+ public:
 
   /// A readable one-line description, e.g. "hifloat8 tensor pow2 T=4 nearest".
   [[nodiscard]] std::string describe() const {
