@@ -25,6 +25,11 @@
 // float16, bfloat16, float8_e4m3fn and float8_e5m2: io/elements.hpp) and F64 (rounded to nearest
 // even). Files are read only when they are regular files and written all-or-nothing
 // (io/files.hpp).
+//
+// Cost: one pass over the header text, O(log N) name comparisons per tensor for the duplicate
+// checks, and an O(N) order check of the offsets (a sort, O(N log N), only when the header does
+// not list the tensors in data order). safetensors_reader_work() counts this work so tests can
+// bound it without timing anything.
 
 #include "elements.hpp"
 #include "error.hpp"
@@ -32,6 +37,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstddef>
@@ -42,6 +48,7 @@
 #include <iterator>
 #include <limits>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -128,6 +135,8 @@ struct safetensors_header {
   std::vector<safetensors_tensor_info> tensors;                // in data order (by begin)
   std::vector<std::pair<std::string, std::string>> metadata;  // "__metadata__", in file order
 
+  /// A linear scan: for one lookup. Code that visits every tensor iterates `tensors` (or keeps
+  /// the index) rather than calling find per tensor, which would be quadratic in N.
   [[nodiscard]] const safetensors_tensor_info* find(std::string_view name) const noexcept {
     for (const auto& t : tensors)
       if (t.name == name) return &t;
@@ -148,7 +157,33 @@ struct safetensors_file {
 
 inline constexpr std::size_t safetensors_max_header_size = 100'000'000;  // the reference's MAX_HEADER_SIZE
 
+/// The reader's work so far in this process (all threads): a wall time on a shared machine proves
+/// nothing, so tests bound these instead (one header parse per file however many of its tensors
+/// are loaded; comparisons growing as N log N for N tensors, never as N^2).
+struct safetensors_reader_counts {
+  std::uint64_t headers_parsed = 0;     // parse_safetensors_header calls (every reader goes through it)
+  std::uint64_t header_bytes = 0;       // the JSON bytes those calls were given
+  std::uint64_t name_comparisons = 0;   // duplicate checks of tensor names and metadata keys
+  std::uint64_t order_comparisons = 0;  // offset comparisons ordering the tensors for the layout check
+};
+
 namespace detail {
+
+struct st_work_counters {
+  std::atomic<std::uint64_t> headers_parsed{0}, header_bytes{0}, name_comparisons{0}, order_comparisons{0};
+};
+inline st_work_counters st_work;
+
+/// A string order that counts its comparisons and looks up string_views without building a
+/// std::string (std::set's transparent find/lower_bound).
+struct st_counting_less {
+  using is_transparent = void;
+  std::uint64_t* count;
+  bool operator()(std::string_view a, std::string_view b) const noexcept {
+    ++*count;
+    return a < b;
+  }
+};
 
 [[nodiscard]] inline std::string st_printable(std::string_view text, std::size_t max_chars = 60) {
   constexpr std::string_view hex = "0123456789abcdef";
@@ -206,9 +241,20 @@ class st_json_reader {
  public:
   st_json_reader(std::string_view text, std::string_view file) noexcept : text_(text), file_(file) {}
 
+  st_json_reader(const st_json_reader&) = delete;
+  st_json_reader& operator=(const st_json_reader&) = delete;
+  /// Adds this parse's comparisons to the process-wide counters, also when it failed.
+  ~st_json_reader() {
+    st_work.name_comparisons.fetch_add(name_comparisons_, std::memory_order_relaxed);
+    st_work.order_comparisons.fetch_add(order_comparisons_, std::memory_order_relaxed);
+  }
+
   [[nodiscard]] safetensors_header parse(std::size_t data_size) {
     safetensors_header h;
     h.data_size = data_size;
+    // The names seen so far, ordered: a duplicate is found in O(log N) comparisons, where a scan
+    // of the earlier entries made the parse quadratic in the number of tensors.
+    std::set<std::string, st_counting_less> names(st_counting_less{&name_comparisons_});
     skip_space();
     if (pos_ != 0 || !peek('{'))
       fail("the header does not start with '{'; expected a JSON object");
@@ -227,9 +273,10 @@ class st_json_reader {
           seen_metadata = true;
           parse_metadata(h.metadata);
         } else {
-          for (const auto& t : h.tensors)
-            if (t.name == key)
-              fail_at(key_pos, "duplicate tensor name \"" + st_printable(key) + "\"; expected unique names");
+          const auto at = names.lower_bound(std::string_view(key));
+          if (at != names.end() && *at == key)
+            fail_at(key_pos, "duplicate tensor name \"" + st_printable(key) + "\"; expected unique names");
+          names.emplace_hint(at, key);
           h.tensors.push_back(parse_tensor(std::move(key)));
         }
         skip_space();
@@ -250,6 +297,7 @@ class st_json_reader {
  private:
   std::string_view text_, file_;
   std::size_t pos_ = 0;
+  std::uint64_t name_comparisons_ = 0, order_comparisons_ = 0;
 
   [[noreturn]] void fail_at(std::size_t at, const std::string& what) const {
     throw_st_error(file_, "bad header at byte " + std::to_string(8 + at) + ": " + what);
@@ -370,11 +418,13 @@ class st_json_reader {
     expect('{', "'{' opening \"__metadata__\" (an object of strings)");
     skip_space();
     if (consume('}')) return;
+    std::set<std::string, st_counting_less> keys(st_counting_less{&name_comparisons_});
     while (true) {
       const std::size_t key_pos = pos_;
       std::string key = parse_string("a quoted metadata key");
-      for (const auto& kv : out)
-        if (kv.first == key) fail_at(key_pos, "duplicate metadata key \"" + st_printable(key) + "\"");
+      const auto at = keys.lower_bound(std::string_view(key));
+      if (at != keys.end() && *at == key) fail_at(key_pos, "duplicate metadata key \"" + st_printable(key) + "\"");
+      keys.emplace_hint(at, key);
       skip_space();
       expect(':', "':' after a metadata key");
       skip_space();
@@ -509,34 +559,40 @@ class st_json_reader {
     return t;
   }
 
-  void check_layout(safetensors_header& h) const {
-    std::stable_sort(h.tensors.begin(), h.tensors.end(), [](const auto& a, const auto& b) {
+  void check_layout(safetensors_header& h) {
+    const auto by_offsets = [this](const safetensors_tensor_info& a, const safetensors_tensor_info& b) {
+      ++order_comparisons_;
       return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
-    });
+    };
+    // Writers list the tensors in data order more often than not; then this is one linear pass
+    // (a stable sort of sorted input would leave it as it is anyway).
+    if (!std::is_sorted(h.tensors.begin(), h.tensors.end(), by_offsets))
+      std::stable_sort(h.tensors.begin(), h.tensors.end(), by_offsets);
     std::size_t expected_begin = 0;
     for (const auto& t : h.tensors) {
-      const std::string quoted = "tensor \"" + st_printable(t.name) + "\"";
-      const std::string range = "[" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ")";
+      // Built only for a message, not for every valid tensor.
+      const auto quoted = [&t] { return "tensor \"" + st_printable(t.name) + "\""; };
+      const auto range = [&t] { return "[" + std::to_string(t.begin) + ", " + std::to_string(t.end) + ")"; };
       if (t.end < t.begin)
-        throw_st_error(file_, quoted + " has data_offsets " + range + " with end before begin; expected begin <= end");
+        throw_st_error(file_, quoted() + " has data_offsets " + range() + " with end before begin; expected begin <= end");
       if (t.begin < expected_begin)
-        throw_st_error(file_, quoted + " data_offsets " + range + " overlap the previous tensor, which ends at " +
+        throw_st_error(file_, quoted() + " data_offsets " + range() + " overlap the previous tensor, which ends at " +
                                   std::to_string(expected_begin) + "; expected tensors to tile the data buffer");
       if (t.begin > expected_begin)
-        throw_st_error(file_, quoted + " data_offsets " + range + " leave a gap after byte " +
+        throw_st_error(file_, quoted() + " data_offsets " + range() + " leave a gap after byte " +
                                   std::to_string(expected_begin) + "; expected tensors to tile the data buffer");
       std::size_t n = safetensors_item_size(t.dtype);
       for (auto e : t.shape) {
         if (e != 0 && n > std::numeric_limits<std::size_t>::max() / e)
-          throw_st_error(file_, quoted + " shape overflows 64 bits; expected a valid shape");
+          throw_st_error(file_, quoted() + " shape overflows 64 bits; expected a valid shape");
         n *= e;
       }
       if (t.end - t.begin != n)
-        throw_st_error(file_, quoted + " data_offsets " + range + " hold " + std::to_string(t.end - t.begin) +
+        throw_st_error(file_, quoted() + " data_offsets " + range() + " hold " + std::to_string(t.end - t.begin) +
                                   " bytes, but its shape and dtype " + std::string(safetensors_dtype_name(t.dtype)) +
                                   " need " + std::to_string(n) + "; expected them to match");
       if (t.end > h.data_size)
-        throw_st_error(file_, quoted + " data_offsets " + range + " run past the data buffer of " +
+        throw_st_error(file_, quoted() + " data_offsets " + range() + " run past the data buffer of " +
                                   std::to_string(h.data_size) + " bytes; expected offsets inside the file (truncated?)");
       expected_begin = t.end;
     }
@@ -572,12 +628,22 @@ class st_json_reader {
 /// Parses the N header bytes (the JSON text) of a file whose data buffer has data_size bytes.
 [[nodiscard]] inline safetensors_header parse_safetensors_header(std::string_view json, std::size_t data_size,
                                                                  std::string_view file = "<memory>") {
+  detail::st_work.headers_parsed.fetch_add(1, std::memory_order_relaxed);
+  detail::st_work.header_bytes.fetch_add(json.size(), std::memory_order_relaxed);
   if (const auto bad = detail::st_invalid_utf8(json); bad != std::string_view::npos)
     detail::throw_st_error(file, "bad header at byte " + std::to_string(8 + bad) + ": invalid UTF-8; expected UTF-8 JSON");
   safetensors_header h = detail::st_json_reader(json, file).parse(data_size);
   h.header_size = json.size();
   h.data_offset = 8 + json.size();
   return h;
+}
+
+/// The counters of the reader's work so far (see safetensors_reader_counts).
+[[nodiscard]] inline safetensors_reader_counts safetensors_reader_work() noexcept {
+  return {detail::st_work.headers_parsed.load(std::memory_order_relaxed),
+          detail::st_work.header_bytes.load(std::memory_order_relaxed),
+          detail::st_work.name_comparisons.load(std::memory_order_relaxed),
+          detail::st_work.order_comparisons.load(std::memory_order_relaxed)};
 }
 
 /// Parses a whole .safetensors image held in memory (copies the data buffer).

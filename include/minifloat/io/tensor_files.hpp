@@ -18,6 +18,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -36,6 +37,12 @@ struct tensor_source {
   std::string tensor;            // name inside a .safetensors file ("" for .npy)
   std::vector<std::size_t> shape;  // known up front for .safetensors; filled by load for .npy
   std::string dtype;             // as the file spells it ("F32"); "" for .npy until loaded
+  /// .safetensors: the file's header as list_tensor_sources parsed it, shared by all the file's
+  /// sources, and this tensor's place in it, so that load_tensor reads only the tensor's bytes
+  /// (parsing the header per tensor made N tensors cost N header parses). Null for a source built
+  /// by hand: load_tensor then parses the header itself.
+  std::shared_ptr<const safetensors_header> header;
+  std::size_t header_index = 0;
 };
 
 /// A tensor in memory as float32, with its original shape and its matrix view.
@@ -141,7 +148,8 @@ namespace detail {
 
 /// The tensors in `files`: one per .npy file, and each floating-point tensor (F32, F16, BF16,
 /// F8_E4M3, F8_E5M2, F64) of a .safetensors file in name order; other dtypes are reported in `skipped` (as
-/// "file:tensor (DTYPE)") rather than failing. safetensors headers are validated here.
+/// "file:tensor (DTYPE)") rather than failing. safetensors headers are validated here, each parsed
+/// once: the sources keep it for load_tensor.
 /// Display names that would repeat get their parent folder (and file) as a prefix.
 [[nodiscard]] inline std::vector<tensor_source> list_tensor_sources(const std::vector<std::filesystem::path>& files,
                                                                     std::vector<std::string>* skipped = nullptr) {
@@ -151,9 +159,9 @@ namespace detail {
     if (detail::has_extension(f, ".safetensors")) ++st_files;
   for (const auto& f : files) {
     if (detail::has_extension(f, ".safetensors")) {
-      const safetensors_header h = read_safetensors_header(f);
+      const auto h = std::make_shared<const safetensors_header>(read_safetensors_header(f));
       std::vector<const safetensors_tensor_info*> ts;
-      for (const auto& t : h.tensors) ts.push_back(&t);
+      for (const auto& t : h->tensors) ts.push_back(&t);
       std::sort(ts.begin(), ts.end(), [](auto* a, auto* b) { return a->name < b->name; });
       for (const auto* t : ts) {
         if (!safetensors_is_float(t->dtype)) {
@@ -165,6 +173,7 @@ namespace detail {
         s.name = st_files > 1 ? f.stem().string() + ":" + t->name : t->name;
         s.file = f, s.kind = tensor_file_kind::safetensors, s.tensor = t->name;
         s.shape = t->shape, s.dtype = std::string(safetensors_dtype_name(t->dtype));
+        s.header = h, s.header_index = static_cast<std::size_t>(t - h->tensors.data());
         out.push_back(std::move(s));
       }
     } else {
@@ -195,11 +204,15 @@ namespace detail {
     t.shape = a.shape;
     t.dtype = std::string(npy_dtype_name(a.dtype));
   } else {
-    const safetensors_header h = read_safetensors_header(s.file);
-    const safetensors_tensor_info* info = h.find(s.tensor);
+    // read_safetensors_bytes checks that the file still has the size this header describes.
+    std::shared_ptr<const safetensors_header> h = s.header;
+    if (!h) h = std::make_shared<const safetensors_header>(read_safetensors_header(s.file));
+    const safetensors_tensor_info* info =
+        s.header_index < h->tensors.size() && h->tensors[s.header_index].name == s.tensor ? &h->tensors[s.header_index]
+                                                                                           : h->find(s.tensor);
     if (info == nullptr)
       throw io_error(detail::path_text(s.file) + ": no tensor \"" + detail::printable_text(s.tensor) + "\" (file changed?)");
-    t.values = safetensors_to_float32(info->dtype, read_safetensors_bytes(s.file, h, *info),
+    t.values = safetensors_to_float32(info->dtype, read_safetensors_bytes(s.file, *h, *info),
                                       s.file.string() + ":" + s.tensor, &t.float32_overflows);
     t.shape = info->shape;
     t.dtype = std::string(safetensors_dtype_name(info->dtype));

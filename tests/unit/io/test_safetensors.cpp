@@ -1,9 +1,11 @@
 // .safetensors reader and writer: the fixtures of tests/data/safetensors (make_fixtures.py), hand-made
 // headers for every validation rule, and mutated files that must fail cleanly (io_error, no crash).
 #include <minifloat/io/safetensors.hpp>
+#include <minifloat/io/tensor_files.hpp>
 
 #include <algorithm>
 #include <bit>
+#include <cstdio>
 #include <catch2/catch.hpp>
 #include <cmath>
 #include <cstdint>
@@ -53,6 +55,44 @@ std::string error_of(std::span<const std::byte> bytes) {
     return e.what();
   }
   return "";
+}
+
+/// n one-element F32 tensors t00000, t00001, ... holding 0, 1, 2, ..., stored in name order. The
+/// header lists them in that order too, or (scrambled) in a fixed pseudo-random order.
+std::vector<std::byte> many_tensors(std::size_t n, bool scrambled) {
+  std::vector<std::size_t> order(n);
+  for (std::size_t i = 0; i < n; ++i) order[i] = i;
+  std::uint64_t state = 2024;
+  for (std::size_t i = n; scrambled && i > 1; --i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    std::swap(order[i - 1], order[(state >> 33) % i]);
+  }
+  std::string json = "{";
+  char name[16];
+  for (const std::size_t i : order) {
+    std::snprintf(name, sizeof name, "t%05zu", i);
+    json += (json.size() > 1 ? ",\"" : "\"") + std::string(name) + "\":{\"dtype\":\"F32\",\"shape\":[1],\"data_offsets\":[" +
+            std::to_string(4 * i) + "," + std::to_string(4 * i + 4) + "]}";
+  }
+  json += "}";
+  auto out = image(json, 4 * n);
+  for (std::size_t i = 0; i < n; ++i) {
+    const auto v = static_cast<float>(i);
+    std::memcpy(out.data() + 8 + json.size() + 4 * i, &v, 4);
+  }
+  return out;
+}
+
+void write_bytes(const fs::path& p, std::span<const std::byte> b) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
+  REQUIRE(out.good());
+}
+
+minifloat::safetensors_reader_counts work_since(const minifloat::safetensors_reader_counts& before) {
+  const auto now = minifloat::safetensors_reader_work();
+  return {now.headers_parsed - before.headers_parsed, now.header_bytes - before.header_bytes,
+          now.name_comparisons - before.name_comparisons, now.order_comparisons - before.order_comparisons};
 }
 
 std::vector<std::byte> floats_bytes(std::initializer_list<float> v) {
@@ -254,4 +294,70 @@ TEST_CASE("safetensors: mutated files throw io_error or parse, never crash", "[i
   }
   CHECK(rejected > 0);
   CHECK(parsed + rejected == 3000);
+}
+
+TEST_CASE("safetensors: N tensors cost one header parse and at most N log N comparisons", "[io][safetensors]") {
+  // Instead of a wall time (2 shared cores): the reader's own counters. The quadratic reader parsed
+  // the header once per loaded tensor and compared each name with every earlier one: N^2 / 2 =
+  // 8,000,000 comparisons and 4,001 parses of the whole header for N = 4,000.
+  const auto dir = fs::temp_directory_path() / "minifloat_test_many_tensors";
+  fs::create_directories(dir);
+  std::uint64_t comparisons_per_n[2][2] = {};
+  for (const bool scrambled : {false, true}) {
+    for (const std::size_t n : {std::size_t{1000}, std::size_t{4000}}) {
+      INFO("n = " << n << (scrambled ? ", header order scrambled" : ", header in data order"));
+      const auto bytes = many_tensors(n, scrambled);
+      const auto path = dir / ("n" + std::to_string(n) + (scrambled ? "_scrambled" : "") + ".safetensors");
+      write_bytes(path, bytes);
+      const std::uint64_t header_bytes = bytes.size() - 8 - 4 * n;
+
+      const auto before = minifloat::safetensors_reader_work();
+      const auto sources = minifloat::list_tensor_sources({path});
+      REQUIRE(sources.size() == n);
+      for (std::size_t i = 0; i < n; ++i) {
+        const auto t = minifloat::load_tensor(sources[i]);  // name order = data order here
+        REQUIRE(t.values == std::vector<float>{static_cast<float>(i)});
+      }
+      const auto w = work_since(before);
+      CHECK(w.headers_parsed == 1);  // listing parses it; the n loads reuse it
+      CHECK(w.header_bytes == header_bytes);
+      const auto log2n = static_cast<std::uint64_t>(std::bit_width(n));  // 10 for 1,000, 12 for 4,000
+      CHECK(w.name_comparisons <= 2 * n * log2n);
+      if (scrambled) {
+        CHECK(w.order_comparisons <= 2 * n * log2n);  // the stable sort
+      } else {
+        CHECK(w.order_comparisons == n - 1);  // the order check alone: linear
+      }
+      comparisons_per_n[scrambled ? 1 : 0][n == 4000 ? 1 : 0] = w.name_comparisons + w.order_comparisons;
+    }
+    // 4x the tensors, at most 4 x (12 / 10) x slack the work; a quadratic step would make it 16x.
+    CHECK(comparisons_per_n[scrambled ? 1 : 0][1] <= 6 * comparisons_per_n[scrambled ? 1 : 0][0]);
+  }
+
+  // A source built by hand has no header: its load parses the file's header once.
+  minifloat::tensor_source by_hand;
+  by_hand.name = by_hand.tensor = "t00003";
+  by_hand.file = dir / "n1000.safetensors";
+  by_hand.kind = minifloat::tensor_file_kind::safetensors;
+  const auto before = minifloat::safetensors_reader_work();
+  CHECK(minifloat::load_tensor(by_hand).values == std::vector<float>{3.0f});
+  CHECK(work_since(before).headers_parsed == 1);
+
+  // The kept header must still describe the file: one that changed size since the listing is an
+  // error, not a read at stale offsets.
+  const auto sources = minifloat::list_tensor_sources({dir / "n1000.safetensors"});
+  write_bytes(dir / "n1000.safetensors", many_tensors(999, false));
+  CHECK_THROWS_WITH(minifloat::load_tensor(sources[0]), Catch::Contains("file changed?"));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("safetensors: duplicates are reported where the second one starts", "[io][safetensors]") {
+  const std::string t = R"({"dtype":"U8","shape":[1],"data_offsets":[)";
+  const std::string json = R"({"b":)" + t + R"(0,1]},"a":)" + t + R"(1,2]},"c":)" + t + R"(2,3]},"a":)" + t + "3,4]}}";
+  const auto at = json.rfind("\"a\"");
+  CHECK_THAT(error_of(image(json, 4)),
+             Catch::Contains("bad header at byte " + std::to_string(8 + at) + ": duplicate tensor name \"a\""));
+  const std::string meta = R"({"__metadata__":{"y":"1","x":"2","y":"3"}})";
+  CHECK_THAT(error_of(image(meta, 0)), Catch::Contains("bad header at byte " + std::to_string(8 + meta.rfind("\"y\"")) +
+                                                       ": duplicate metadata key \"y\""));
 }
