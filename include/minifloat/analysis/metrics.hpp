@@ -237,7 +237,8 @@ struct fidelity_stats {
         const float v = static_cast<float>(Elem::from_bits(code));
         const float xv = x(r, c);
         if (mx) {
-          const std::uint8_t sc = q.mx_scales[q.scheme.axis == 1 ? r * gc + c / tc : (r / tr) * gc + c];
+          // scale_tile gives the MX tile in every orientation (1x32, 32x1, 32x32)
+          const std::uint8_t sc = q.mx_scales[(r / tr) * gc + c / tc];
           const float scale = mx_scale_value(sc);
           s.add(xv, v * scale, static_cast<double>(xv) / static_cast<double>(scale));
         } else {

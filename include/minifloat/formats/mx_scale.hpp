@@ -59,7 +59,7 @@ namespace minifloat {
 /// The shape of the tile one E8M0 scale covers. 1-D blocks of 32 run along a row (the layout
 /// of a GEMM operand whose reduction axis is its last dim) or down a column; 2-D tiles of 32 x 32
 /// give a tensor and its transpose the same codes and scales (one quantization serves both
-/// orientations of a training GEMM; docs/formats/mx.md#2-d-mx-tiles-planned).
+/// orientations of a training GEMM; docs/formats/mx.md#2-d-mx-tiles).
 enum class mx_tile : std::uint8_t {
   row32,     ///< 1 x 32, "axis 1": blocks along a row
   col32,     ///< 32 x 1, "axis 0": blocks down a column
