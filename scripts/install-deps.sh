@@ -10,7 +10,8 @@
 set -euo pipefail
 
 packages=(cmake g++ make catch2 libfmt-dev libbenchmark-dev libopenblas-dev python3-numpy
-          python3-dev pybind11-dev python3-pytest python3-hypothesis openmpi-bin libopenmpi-dev ccache)
+          python3-dev pybind11-dev python3-pytest python3-hypothesis openmpi-bin libopenmpi-dev ccache
+          libcli11-dev nlohmann-json3-dev)
 for arg in "$@"; do
   case "$arg" in
     --fuzz) packages+=(clang libclang-rt-14-dev) ;;

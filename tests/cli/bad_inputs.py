@@ -201,7 +201,20 @@ def make_fixtures(d):
     os.symlink("x.npy", os.path.join(d, "link_to_x.npy"))
     os.symlink("missing_target.npy", os.path.join(d, "dangling.npy"))
     os.link(os.path.join(d, "x.npy"), os.path.join(d, "hardlink_x.npy"))
+    os.symlink("x3d.npy", os.path.join(d, "link_to_x3d.npy"))
+    os.link(os.path.join(d, "x3d.npy"), os.path.join(d, "hardlink_x3d.npy"))
     put("notes.txt", b"not a tensor")
+    # float64 beyond float32 as gemm (2-D) and attention (3-D) operands
+    big = np.ones((2, 32))
+    big[1, 3] = 1e300
+    save("big64_2d.npy", big)
+    save("big64_3d.npy", big.reshape(1, 2, 32))
+    # MX blocks holding NaN / Inf: (2, 64), block (0, 0:32) has a NaN, block (1, 32:64) an Inf
+    m = rng.standard_normal((2, 64)).astype(np.float32)
+    m[0, 5], m[1, 40] = np.nan, -np.inf
+    save("nan_blocks.npy", m)
+    # 2-D MX tiles: 40 x 70 -> a 2 x 3 grid of 32x32 tiles (partial edge tiles)
+    save("tiles.npy", (rng.standard_normal((40, 70)) * np.exp2(rng.uniform(-6, 6, (40, 70)))).astype(np.float32))
 
 
 # --- one case ------------------------------------------------------------------------------------
@@ -356,6 +369,42 @@ def files_exist(*names):
     return check
 
 
+def e4m3_decode(c):
+    c = c.astype(np.int64)
+    sign = np.where(c & 0x80, -1.0, 1.0)
+    e, m = (c >> 3) & 0xF, c & 0x7
+    v = np.where(e == 0, m / 8.0 * 2.0**-6, (1 + m / 8.0) * np.exp2(e - 7.0))
+    return np.where((c & 0x7F) == 0x7F, np.nan, sign * v)
+
+
+def mx_tiles_check(w, _out):
+    """--granularity mx --block 32x32 on tiles.npy: one E8M0 scale per 32x32 tile, the OCP floor
+    rule (2^(floor(log2 amax) - 8) for E4M3), and OUT = scale x decode(code) element by element."""
+    x = np.load(os.path.join(FIXTURES, "tiles.npy"))
+    y, c, s = (np.load(os.path.join(w, n)) for n in ("o.npy", "c.npy", "s.npy"))
+    if s.shape != (2, 3) or s.dtype != np.uint8:
+        return "scales %s %s, expected (2, 3) uint8 (ceil(40/32), ceil(70/32))" % (s.shape, s.dtype)
+    for i in range(2):
+        for j in range(3):
+            amax = np.abs(x[32 * i:32 * i + 32, 32 * j:32 * j + 32]).max()
+            want = int(np.floor(np.log2(amax))) - 8 + 127
+            if int(s[i, j]) != want:
+                return "tile (%d, %d): E8M0 code %d, expected %d" % (i, j, s[i, j], want)
+    scale = np.exp2(np.repeat(np.repeat(s.astype(np.float64) - 127, 32, 0), 32, 1)[:40, :70])
+    if not (e4m3_decode(c) * scale == y.astype(np.float64)).all():
+        return "OUT is not scale x decode(code) per 32x32 tile"
+    return None
+
+
+def nan_blocks_check(w, _out):
+    y = np.load(os.path.join(w, "o.npy"))
+    if not (np.isnan(y[0, :32]).all() and np.isnan(y[1, 32:]).all()):
+        return "the blocks holding NaN/Inf are not all NaN: %s" % y[0, :4]
+    if not (np.isfinite(y[0, 32:]).all() and np.isfinite(y[1, :32]).all()):
+        return "a block without NaN/Inf came back non-finite"
+    return None
+
+
 # --- the catalogue -------------------------------------------------------------------------------
 
 def catalogue():
@@ -429,7 +478,7 @@ def catalogue():
     add(u, "quantize-block-overflow", QE + ["--granularity", "block", "--block", "1x99999999999999999999999"], 2,
         "--block cols must be an integer")
     add(u, "quantize-block-wrong-granularity", QE + ["--granularity", "tensor", "--block", "1x128"], 2,
-        "--block applies to --granularity block only")
+        "--block applies to --granularity block or mx")
     add(u, "quantize-axis-2", QE + ["--granularity", "mx", "--axis", "2"], 2, "--axis must be 0 or 1")
     add(u, "quantize-axis-not-mx", QE + ["--granularity", "channel", "--axis", "0"], 2,
         "--axis applies to --granularity mx only")
@@ -807,6 +856,87 @@ def catalogue():
     add(g, "table-e2m1", ["table", "float4_e2m1fn"], 0, "15,0xf,-6,normal")
     add(g, "help", ["--help"], 0, "Exit codes: 0 success")
     add(g, "version", ["--version"], 0, "minifloat ")
+
+    # 12. help: every command answers --help and -h (and `help CMD`) on stdout, exit 0, nothing run
+    hp = "help"
+    for cmd in ("formats", "table", "encode", "decode", "quantize", "analyze", "attention", "gemm"):
+        add(hp, cmd + "-help", [cmd, "--help"], 0, "usage: minifloat " + cmd, help_text=True)
+    add(hp, "quantize-h", ["quantize", "-h"], 0, "--granularity", help_text=True)
+    add(hp, "gemm-h-with-args", ["gemm", "{F}/x.npy", "{F}/x.npy", "{F}/x.npy", "-h"], 0, "--a-scheme",
+        help_text=True)
+    add(hp, "help-quantize", ["help", "quantize"], 0, "usage: minifloat quantize", help_text=True)
+    add(hp, "help-attention", ["help", "attention"], 0, "--softmax-scale", help_text=True)
+    add(hp, "help-unknown", ["help", "frobnicate"], 2, "unknown command 'frobnicate'")
+
+    # 13. gemm and attention hold the same contracts as the other commands (issue 35)
+    G = ["gemm", "{F}/x.npy", "{F}/x.npy"]
+    GS = ["--a-scheme", "hifloat8/tensor", "--b-scheme", "float8_e4m3fn/channel"]
+    A3 = ["attention", "{F}/x3d.npy", "{F}/x3d.npy", "{F}/x3d.npy"]
+    add(u, "gemm-unknown-option", G + ["{W}/o.npy"] + GS + ["--bogus"], 2, "unknown option --bogus")
+    add(u, "gemm-no-a-scheme", G + ["{W}/o.npy", "--b-scheme", "mxfp4"], 2, "--a-scheme is required")
+    add(u, "gemm-threads-negative", G + ["{W}/o.npy"] + GS + ["--threads", "-1"], 2, "--threads must be an integer")
+    add(u, "gemm-threads-huge", G + ["{W}/o.npy"] + GS + ["--threads", "5000"], 2, "--threads must be from 0 to 4096")
+    add(u, "gemm-a-scheme-n-guard-38", G + ["{W}/o.npy", "--a-scheme", "hifloat8/tensor/n-guard=38", "--b-scheme",
+                                            "mxfp4"], 2, "every value would flush to zero")
+    add(u, "gemm-b-scheme-mx-round", G + ["{W}/o.npy", "--a-scheme", "mxfp4", "--b-scheme", "mxfp8_e4m3/round=upward"],
+        2, "MX elements are rounded to nearest even")
+    add(u, "attention-k-scheme-n-guard-38", A3 + ["{W}/o.npy", "--k-scheme", "hifloat8/tensor/n-guard=38"], 2,
+        "every value would flush to zero")
+    add(u, "attention-v-scheme-unknown", A3 + ["{W}/o.npy", "--v-scheme", "hifloat9/tensor"], 2, "hifloat9")
+    for v in ("nan", "inf", "-inf", "1e39"):
+        add(u, "attention-softmax-scale-" + v, A3 + ["{W}/o.npy", "--softmax-scale", v], 2, "--softmax-scale " + v)
+    add(u, "attention-softmax-scale-text", A3 + ["{W}/o.npy", "--softmax-scale", "half"], 2,
+        "--softmax-scale must be a number, got 'half'")
+    add(u, "attention-p-scale-underflow", A3 + ["{W}/o.npy", "--p-format", "float8_e4m3fn", "--p-scale", "1e-50"], 2,
+        "--p-scale 1e-50 is not a positive normal float32")
+    add(u, "attention-p-scale-nan", A3 + ["{W}/o.npy", "--p-format", "float8_e4m3fn", "--p-scale", "nan"], 2,
+        "--p-scale nan")
+    add(u, "attention-threads-text", A3 + ["{W}/o.npy", "--path", "fast", "--threads", "two"], 2,
+        "--threads must be an integer, got 'two'")
+    add(u, "attention-rotation-seed-negative", A3 + ["{W}/o.npy", "--hadamard", "--rotation-seed", "-3"], 2,
+        "--rotation-seed must be an integer")
+    add(u, "attention-causal-value", A3 + ["{W}/o.npy", "--causal=1"], 2, "option --causal takes no value")
+    add(u, "attention-stats-twice", A3 + ["{W}/o.npy", "--stats", "{W}/a.npy", "--stats", "{W}/b.npy"], 2,
+        "option --stats given twice")
+    add(u, "quantize-mx-block-64", QE + ["--granularity", "mx", "--block", "64x64"], 2,
+        "expected 32x32 (one E8M0 scale per 32x32 tile)")
+    add(u, "quantize-mx-block-and-axis", QE + ["--granularity", "mx", "--block", "32x32", "--axis", "0"], 2,
+        "not both")
+    add(o, "gemm-out-is-a", G + ["{F}/x.npy"] + GS, 2, "OUT '")
+    add(o, "gemm-out-is-b", ["gemm", "{F}/x1d.npy", "{F}/x.npy", "{F}/x.npy"] + GS, 2, "is the same file as B")
+    add(o, "gemm-out-is-symlink", G + ["{F}/link_to_x.npy"] + GS, 2, "is the same file as A")
+    add(o, "gemm-out-is-hardlink", G + ["{F}/hardlink_x.npy"] + GS, 2, "is the same file as A")
+    add(o, "gemm-out-is-dotted", G + ["{F}/./folder/../x.npy"] + GS, 2, "is the same file as A")
+    add(o, "attention-out-is-q", A3 + ["{F}/x3d.npy"], 2, "is the same file as Q")
+    add(o, "attention-out-is-v-symlink", ["attention", "{F}/x.npy", "{F}/x.npy", "{F}/x3d.npy",
+                                          "{F}/link_to_x3d.npy"], 2, "is the same file as V")
+    add(o, "attention-out-is-hardlink", A3 + ["{F}/hardlink_x3d.npy"], 2, "is the same file as Q")
+    add(o, "attention-stats-is-k", A3 + ["{W}/o.npy", "--stats", "{F}/./folder/../x3d.npy"], 2,
+        "--stats '")
+    add(o, "attention-stats-is-out", A3 + ["{W}/o.npy", "--stats", "{W}/./o.npy"], 2, "is the same file as OUT",
+        pre={"o.npy": b"OLD OUTPUT"})
+    add(w, "attention-stats-dev-full-keeps-out", A3 + ["{W}/o.npy", "--stats", "{FULL}"], 1, "No space left on device",
+        pre={"o.npy": b"OLD OUTPUT"})
+    add(w, "attention-stats-no-folder-keeps-out", A3 + ["{W}/o.npy", "--stats", "{W}/no/s.npy"], 1,
+        "cannot open for writing", pre={"o.npy": b"OLD OUTPUT"})
+    add(w, "attention-out-and-stats", A3 + ["{W}/o.npy", "--stats", "{W}/s.npy"], 0, "", pre={"o.npy": b"OLD"},
+        check=all_checks(npy_check("o.npy", shape=(2, 3, 70), dtype="float32"), npy_check("s.npy", shape=(2, 3, 2))))
+    add(w, "gemm-dev-full", G + ["{FULL}"] + GS, 1, "No space left on device")
+    add(w, "gemm-writes", G + ["{W}/o.npy"] + GS, 0, "", check=npy_check("o.npy", shape=(6, 6), dtype="float32"))
+    add(f, "gemm-float64-overflow", ["gemm", "{F}/big64_2d.npy", "{F}/big64_2d.npy", "{W}/o.npy"] + GS, 1,
+        "float64 value 1e+300 at element 35 does not fit float32")
+    add(f, "attention-float64-overflow", ["attention", "{F}/big64_3d.npy", "{F}/big64_3d.npy", "{F}/big64_3d.npy",
+                                          "{W}/o.npy"], 1, "big64_3d.npy: float64 value 1e+300 at element 35")
+    add(f, "gemm-int-input", ["gemm", "{F}/u8.npy", "{F}/u8.npy", "{W}/o.npy"] + GS, 1, "is not floating point")
+    for fmt in ("float8_e4m3fn", "float4_e2m1fn"):
+        add(f, "quantize-mx-nan-blocks-" + fmt, ["quantize", "{F}/nan_blocks.npy", "{W}/o.npy", "--format", fmt,
+                                                 "--granularity", "mx"], 0, "dB", check=nan_blocks_check)
+    add(g, "quantize-mx-32x32-tiles", ["quantize", "{F}/tiles.npy", "{W}/o.npy", "--format", "float8_e4m3fn",
+                                       "--granularity", "mx", "--block", "32x32", "--codes", "{W}/c.npy", "--scales",
+                                       "{W}/s.npy"], 0, "40x70 -> float8_e4m3fn mx 32x32", check=mx_tiles_check)
+    add(g, "quantize-mx-block-1x32-is-axis-1", ["quantize", "{F}/x.npy", "{W}/o.npy", "--format", "float8_e4m3fn",
+                                                "--granularity", "mx", "--block", "1x32", "--scales", "{W}/s.npy"], 0,
+        "axis=1", check=npy_check("s.npy", shape=(6, 3)))
     return C
 
 

@@ -87,4 +87,30 @@ expect_error 2 quantize "$T/x.npy" "$T/o.npy" --format float8_e4m3fn --granulari
 expect_error 2 quantize "$T/x.npy" "$T/o.npy" --format float8_e8m0fnu --granularity tensor
 expect_error 2 quantize "$T/x.npy" "$T/o.npy" --format hifloat8 --granularity tensor --flatten middle
 expect_error 1 quantize "$T/missing.npy" "$T/o.npy" --format hifloat8 --granularity tensor
+
+# 2-D MX tiles (issue 35): --block 32x32 gives one E8M0 scale per 32x32 tile, a (ceil(R/32),
+# ceil(C/32)) grid, and the library's values for that scheme. Every row of each tile here holds
+# the tile's amax, so each 1x32 block of that row has the tile's scale: the library's 1-D MX
+# (--axis 1) must then give the same values bit for bit and the same scale per row.
+"$PY" - "$T" <<'PY'
+import numpy as np, sys
+r = np.random.default_rng(3)
+x = (r.standard_normal((70, 40)) * np.exp2(r.uniform(-6, 6, (70, 40)))).astype(np.float32)
+for i in range(0, 70, 32):
+    for j in range(0, 40, 32):
+        x[i:i + 32, j] = np.abs(x[i:i + 32, j:j + 32]).max()
+np.save(f"{sys.argv[1]}/t.npy", x)
+PY
+"$MF" quantize "$T/t.npy" "$T/t2.npy" --format float8_e4m3fn --granularity mx --block 32x32 --scales "$T/t2_s.npy" --quiet
+"$MF" quantize "$T/t.npy" "$T/t1.npy" --format float8_e4m3fn --granularity mx --axis 1 --scales "$T/t1_s.npy" --quiet
+"$PY" - "$T" <<'PY'
+import numpy as np, sys
+t = sys.argv[1]
+s2, s1 = np.load(f"{t}/t2_s.npy"), np.load(f"{t}/t1_s.npy")
+assert s2.shape == (3, 2) and s2.dtype == np.uint8, (s2.shape, s2.dtype)  # ceil(70/32) x ceil(40/32)
+assert s1.shape == (70, 2)
+assert (s1 == np.repeat(s2, 32, axis=0)[:70]).all()
+assert (np.load(f"{t}/t2.npy") == np.load(f"{t}/t1.npy")).all()
+PY
+expect_error 2 quantize "$T/x.npy" "$T/o.npy" --format float8_e4m3fn --granularity mx --block 16x16
 echo "quantize_command: all checks passed"

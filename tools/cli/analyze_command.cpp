@@ -12,6 +12,8 @@
 #include <minifloat/core/version.hpp>
 #include <minifloat/quant/scales.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -85,31 +87,16 @@ std::string zero_cell(const fidelity_stats& s) {
 std::string pad_left(const std::string& s, std::size_t w) { return s.size() >= w ? s : std::string(w - s.size(), ' ') + s; }
 std::string pad_right(const std::string& s, std::size_t w) { return s.size() >= w ? s : s + std::string(w - s.size(), ' '); }
 
-// Deterministic JSON numbers: integers as such, doubles with 17 significant digits (round-trip),
+// The JSON report is built as an nlohmann::ordered_json (keys in the order written here, so the
+// file is deterministic and reads top-down). Numbers: integers as such, doubles round-trip;
 // infinities as the strings "inf", "-inf" (JSON has no such numbers), NaN (not applicable: no
 // finite value was measured) as null.
-std::string json_num(double v) {
-  if (std::isnan(v)) return "null";
-  if (std::isinf(v)) return v > 0 ? "\"inf\"" : "\"-inf\"";
-  return fmt("%.17g", v);
-}
+using json = nlohmann::ordered_json;
 
-std::string json_str(std::string_view s) {
-  std::string o = "\"";
-  for (const char c : s) {
-    const auto b = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (b < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(b));
-      o += buf;
-    } else {
-      o += c;
-    }
-  }
-  return o + "\"";
+json json_num(double v) {
+  if (std::isnan(v)) return nullptr;
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return v;
 }
 
 std::string csv_field(std::string_view s) {
@@ -119,14 +106,10 @@ std::string csv_field(std::string_view s) {
   return o + "\"";
 }
 
-std::string json_histogram(const analysis::exponent_histogram& h) {
-  std::string o = "{";
-  bool first = true;
-  for (const auto& [e, n] : h.bins()) {
-    o += (first ? "\"" : ", \"") + std::to_string(e) + "\": " + std::to_string(n);
-    first = false;
-  }
-  return o + "}";
+json json_histogram(const analysis::exponent_histogram& h) {
+  json o = json::object();
+  for (const auto& [e, n] : h.bins()) o[std::to_string(e)] = n;
+  return o;
 }
 
 /// Median of the applicable (non-NaN) values; NaN when there is none.
@@ -269,86 +252,96 @@ void print_table(std::ostream& out, const std::vector<tensor_result>& rs, const 
 
 std::string json_report(const std::vector<tensor_result>& rs, const std::vector<named_scheme>& schemes,
                         const std::vector<std::string>& skipped) {
-  std::string o = "{\n  \"tool\": \"minifloat analyze\",\n  \"version\": \"" MINIFLOAT_VERSION_STRING "\",\n";
-  o += "  \"metrics\": {\"sqnr_db\": \"10 log10(sum x^2 / sum (x - q)^2) over finite inputs; 'inf' = exact, null = no finite "
-       "input (nothing measured)\", "
-       "\"zero_rate\": \"zero_count / nonzero_count\", \"overflow_count\": \"|x/s| at or past the overflow threshold "
-       "(clipped)\", \"underflow_count\": \"non-zero x with |x/s| below the smallest normal\", \"classes\": \"share of "
-       "non-zero finite inputs per precision class of the format, after scaling\", \"exponents\": \"floor(log2 |x|) -> "
-       "count\", \"scaled_exponents\": \"floor(log2 |x/s|) -> count\"},\n";
-  o += "  \"schemes\": [\n";
-  for (std::size_t k = 0; k < schemes.size(); ++k) {
-    const auto& s = schemes[k];
+  json o;
+  o["tool"] = "minifloat analyze";
+  o["version"] = MINIFLOAT_VERSION_STRING;
+  o["metrics"] = {
+      {"sqnr_db", "10 log10(sum x^2 / sum (x - q)^2) over finite inputs; 'inf' = exact, null = no finite input "
+                  "(nothing measured)"},
+      {"zero_rate", "zero_count / nonzero_count"},
+      {"overflow_count", "|x/s| at or past the overflow threshold (clipped)"},
+      {"underflow_count", "non-zero x with |x/s| below the smallest normal"},
+      {"classes", "share of non-zero finite inputs per precision class of the format, after scaling"},
+      {"exponents", "floor(log2 |x|) -> count"},
+      {"scaled_exponents", "floor(log2 |x/s|) -> count"}};
+  json& js = o["schemes"] = json::array();
+  for (const auto& s : schemes) {
     const auto& p = analysis::profile_of(s.scheme.format);
-    o += "    {\"name\": " + json_str(s.name) + ", \"scheme\": " + json_str(to_scheme_string(s.scheme)) +
-         ", \"quantize_options\": " + json_str(to_quantize_options(s.scheme)) + ", \"description\": " +
-         json_str(s.scheme.describe()) + ", \"classes\": [";
-    for (std::size_t c = 0; c < p.classes.size(); ++c)
-      o += (c ? ", " : "") + std::string("{\"class\": ") + json_str(p.classes[c].label) + ", \"meaning\": " +
-           json_str(p.classes[c].detail) + "}";
-    o += "]}" + std::string(k + 1 < schemes.size() ? "," : "") + "\n";
+    json classes = json::array();
+    for (const auto& c : p.classes) classes.push_back({{"class", c.label}, {"meaning", c.detail}});
+    js.push_back({{"name", s.name},
+                  {"scheme", to_scheme_string(s.scheme)},
+                  {"quantize_options", to_quantize_options(s.scheme)},
+                  {"description", s.scheme.describe()},
+                  {"classes", std::move(classes)}});
   }
-  o += "  ],\n  \"tensors\": [\n";
-  for (std::size_t i = 0; i < rs.size(); ++i) {
-    const auto& r = rs[i];
-    o += "    {\"name\": " + json_str(r.source.name) + ", \"file\": " + json_str(r.source.file.generic_string());
-    if (!r.source.tensor.empty()) o += ", \"tensor\": " + json_str(r.source.tensor);
-    o += ", \"dtype\": " + json_str(r.dtype) + ", \"shape\": [";
-    for (std::size_t d = 0; d < r.shape.size(); ++d) {
-      if (d) o += ", ";
-      o += std::to_string(r.shape[d]);
-    }
-    o += "], \"matrix\": [" + std::to_string(r.rows) + ", " + std::to_string(r.cols) + "], \"amax\": " + json_num(r.amax) +
-         ", \"zeros\": " + std::to_string(r.exponents.zeros()) + ", \"nonfinite\": " +
-         std::to_string(r.exponents.nonfinite()) + ", \"float32_overflows\": " + std::to_string(r.float32_overflows) +
-         ",\n     \"exponents\": " + json_histogram(r.exponents) +
-         ",\n     \"results\": {\n";
+  json& jt = o["tensors"] = json::array();
+  for (const auto& r : rs) {
+    json t;
+    t["name"] = r.source.name;
+    t["file"] = r.source.file.generic_string();
+    if (!r.source.tensor.empty()) t["tensor"] = r.source.tensor;
+    t["dtype"] = r.dtype;
+    t["shape"] = r.shape;
+    t["matrix"] = {r.rows, r.cols};
+    t["amax"] = json_num(r.amax);
+    t["zeros"] = r.exponents.zeros();
+    t["nonfinite"] = r.exponents.nonfinite();
+    t["float32_overflows"] = r.float32_overflows;
+    t["exponents"] = json_histogram(r.exponents);
+    json& results = t["results"] = json::object();
     for (std::size_t k = 0; k < schemes.size(); ++k) {
       const auto& s = r.stats[k];
       const auto& p = analysis::profile_of(schemes[k].scheme.format);
-      o += "       " + json_str(schemes[k].name) + ": {\"sqnr_db\": " + json_num(s.sqnr_db()) + ", \"mse\": " +
-           json_num(s.mse()) + ", \"max_abs_error\": " + json_num(s.max_abs_error) + ", \"max_rel_error\": " +
-           json_num(s.max_rel_error) + ", \"zero_rate\": " + json_num(s.zero_rate()) +
-           ", \"count\": " + std::to_string(s.count) + ", \"finite_count\": " + std::to_string(s.finite_count) +
-           ", \"nonzero_count\": " + std::to_string(s.nonzero_count) + ", \"zero_count\": " + std::to_string(s.zero_count) +
-           ", \"overflow_count\": " + std::to_string(s.overflow_count) + ", \"underflow_count\": " +
-           std::to_string(s.underflow_count) + ", \"nan_count\": " + std::to_string(s.nan_count) +
-           ", \"nonfinite_inputs\": " + std::to_string(s.nonfinite_inputs) + ", \"signal_energy\": " +
-           json_num(s.signal_energy) + ", \"noise_energy\": " + json_num(s.noise_energy) + ",\n         \"classes\": {";
+      json classes = json::object();
       for (std::size_t c = 0; c < p.classes.size(); ++c)
-        o += (c ? ", " : "") + json_str(p.classes[c].label) + ": {\"count\": " + std::to_string(s.class_counts[c]) +
-             ", \"share\": " + json_num(s.class_share(c)) + "}";
-      o += "},\n         \"scaled_exponents\": " + json_histogram(s.scaled_exponents) + "}" +
-           (k + 1 < schemes.size() ? "," : "") + "\n";
+        classes[p.classes[c].label] = {{"count", s.class_counts[c]}, {"share", json_num(s.class_share(c))}};
+      results[schemes[k].name] = {{"sqnr_db", json_num(s.sqnr_db())},
+                                  {"mse", json_num(s.mse())},
+                                  {"max_abs_error", json_num(s.max_abs_error)},
+                                  {"max_rel_error", json_num(s.max_rel_error)},
+                                  {"zero_rate", json_num(s.zero_rate())},
+                                  {"count", s.count},
+                                  {"finite_count", s.finite_count},
+                                  {"nonzero_count", s.nonzero_count},
+                                  {"zero_count", s.zero_count},
+                                  {"overflow_count", s.overflow_count},
+                                  {"underflow_count", s.underflow_count},
+                                  {"nan_count", s.nan_count},
+                                  {"nonfinite_inputs", s.nonfinite_inputs},
+                                  {"signal_energy", json_num(s.signal_energy)},
+                                  {"noise_energy", json_num(s.noise_energy)},
+                                  {"classes", std::move(classes)},
+                                  {"scaled_exponents", json_histogram(s.scaled_exponents)}};
     }
-    o += "     }}" + std::string(i + 1 < rs.size() ? "," : "") + "\n";
+    jt.push_back(std::move(t));
   }
-  o += "  ],\n  \"summary\": {\n";
+  json& summary = o["summary"] = json::object();
   for (std::size_t k = 0; k < schemes.size(); ++k) {
     std::vector<double> sq, zr;
     std::size_t na = 0;
-    for (std::size_t i = 0; i < rs.size(); ++i) {
-      sq.push_back(rs[i].stats[k].sqnr_db()), zr.push_back(rs[i].stats[k].zero_rate());
-      if (rs[i].stats[k].finite_count == 0) ++na;
+    for (const auto& r : rs) {
+      sq.push_back(r.stats[k].sqnr_db()), zr.push_back(r.stats[k].zero_rate());
+      if (r.stats[k].finite_count == 0) ++na;
     }
     const std::size_t w = worst_tensor(rs, k);
     fidelity_stats pooled(analysis::profile_of(schemes[k].scheme.format));
     for (const auto& r : rs) pooled.merge(r.stats[k]);
-    o += "    " + json_str(schemes[k].name) + ": {\"median_sqnr_db\": " + json_num(median(sq)) +
-         ", \"worst_sqnr_db\": " + json_num(worst(sq)) + ", \"na_tensors\": " + std::to_string(na) +
-         ", \"worst_tensor\": " + json_str(rs.empty() ? "" : rs[w].source.name) + ", \"median_zero_rate\": " +
-         json_num(median(zr)) + ", \"max_zero_rate\": " + json_num(zr.empty() ? 0 : *std::max_element(zr.begin(), zr.end())) +
-         ", \"pooled_sqnr_db\": " + json_num(pooled.sqnr_db()) + ", \"pooled_zero_rate\": " + json_num(pooled.zero_rate()) +
-         ", \"overflow_count\": " + std::to_string(pooled.overflow_count) + ", \"underflow_count\": " +
-         std::to_string(pooled.underflow_count) + "}" + (k + 1 < schemes.size() ? "," : "") + "\n";
+    summary[schemes[k].name] = {{"median_sqnr_db", json_num(median(sq))},
+                                {"worst_sqnr_db", json_num(worst(sq))},
+                                {"na_tensors", na},
+                                {"worst_tensor", rs.empty() ? std::string() : rs[w].source.name},
+                                {"median_zero_rate", json_num(median(zr))},
+                                {"max_zero_rate", json_num(zr.empty() ? 0 : *std::max_element(zr.begin(), zr.end()))},
+                                {"pooled_sqnr_db", json_num(pooled.sqnr_db())},
+                                {"pooled_zero_rate", json_num(pooled.zero_rate())},
+                                {"overflow_count", pooled.overflow_count},
+                                {"underflow_count", pooled.underflow_count}};
   }
-  o += "  },\n  \"skipped\": [";
-  for (std::size_t i = 0; i < skipped.size(); ++i) {
-    if (i) o += ", ";
-    o += json_str(skipped[i]);
-  }
-  o += "]\n}\n";
-  return o;
+  o["skipped"] = skipped;
+  // File names and tensor names are bytes from outside: invalid UTF-8 becomes U+FFFD rather than
+  // an exception (or an invalid JSON file).
+  return o.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
 }
 
 std::string csv_report(const std::vector<tensor_result>& rs, const std::vector<named_scheme>& schemes) {
@@ -470,9 +463,24 @@ std::vector<std::string> write_svgs(output_batch& out, const fs::path& dir, cons
 }  // namespace
 
 analyze_request parse_analyze(const argv_t& argv) {
-  args a(argv, {"schemes", "json", "csv", "svg"}, {"quiet"});
-  constexpr auto usage = "minifloat analyze PATH... [--schemes LIST] [--json FILE] [--csv FILE] [--svg DIR] [--quiet]";
-  if (a.positional().empty()) throw usage_error(std::string("expected at least one PATH; usage: ") + usage);
+  args a("minifloat analyze PATH... [--schemes LIST] [--json FILE] [--csv FILE] [--svg DIR] [--quiet]",
+         "Fidelity of real tensors under several schemes: a table with SQNR (dB) and zero-rate per tensor and scheme, "
+         "median and worst. PATH: .npy (float32/64/16) or .safetensors (F32, F16, BF16, F64, FP8 tensors) files, or "
+         "folders (their .npy/.safetensors, by name). Tensors are viewed as matrices: 1-D one row, 4-D (O,I,kh,kw) O x "
+         "I*kh*kw, other N-D prod(leading) x last. Metrics: docs/analysis.md.");
+  a.option("schemes",
+           "comma-separated schemes, each FORMAT/GRANULARITY[/key=value...] with keys block=RxC, axis=0|1, "
+           "scale-rule=R, target=T, n-guard=N, round=MODE (the quantize options, same defaults; every rounding but "
+           "stochastic), granularity blockN = block/block=NxN, or an alias mxfp8_e4m3, mxfp8_e5m2, mxfp6_e3m2, "
+           "mxfp6_e2m3, mxfp4. Default: hifloat8/tensor, hifloat8/channel, float8_e4m3fn/tensor, mxfp8_e4m3, "
+           "mxfp8_e5m2, mxfp4, float8_e4m3fn/block128",
+           "LIST");
+  a.option("json", "every metric per tensor and scheme (deterministic)", "FILE");
+  a.option("csv", "one row per tensor and scheme", "FILE");
+  a.option("svg", "plots: sqnr.svg, zero_rate.svg, significand_bits.svg and precision_<scheme>.svg", "DIR");
+  a.flag("quiet", "no table");
+  a.parse(argv);
+  if (a.positional().empty()) throw usage_error(std::string("expected at least one PATH; usage: ") + a.usage());
   analyze_request req;
   if (auto list = a.get("schemes")) {
     std::string_view rest = *list;

@@ -61,15 +61,17 @@ std::vector<double> read_encode_input(const npy_array& in, encode_input kind, co
 }  // namespace
 
 int cmd_formats(const argv_t& argv) {
-  args a(argv, {});
-  a.expect_positional(0, "minifloat formats");
+  args a("minifloat formats", "List the format names, one per line.");
+  a.parse(argv);
+  a.expect_positional(0);
   for_each_format([](auto t) { std::cout << format_name<typename decltype(t)::type> << '\n'; });
   return 0;
 }
 
 table_request parse_table(const argv_t& argv) {
-  args a(argv, {});
-  a.expect_positional(1, "minifloat table FORMAT");
+  args a("minifloat table FORMAT", "CSV of every code of FORMAT: code,hex,value,class (exact decimal values).");
+  a.parse(argv);
+  a.expect_positional(1);
   return {parse_format_name(a.positional()[0])};
 }
 
@@ -91,11 +93,17 @@ int cmd_table(const argv_t& argv) {
 }
 
 encode_request parse_encode(const argv_t& argv) {
-  args a(argv, {"round", "seed", "input", "overflow"}, {"saturate"});
-  constexpr auto usage =
-      "minifloat encode FORMAT IN.npy OUT.npy [--round MODE] [--saturate | --overflow POLICY] [--seed N] "
-      "[--input bfloat16]";
-  a.expect_positional(3, usage);
+  args a("minifloat encode FORMAT IN.npy OUT.npy [--round MODE] [--saturate | --overflow POLICY] [--seed N] "
+         "[--input bfloat16]",
+         "Round float32/float64/float16 values to codes of FORMAT. OUT: uint8 codes (low bits for 4/6-bit "
+         "formats), uint16 for bfloat16/float16; same shape as IN.");
+  add_round_option(a, "nearest (default: the format's own)");
+  a.flag("saturate", "overflow and +-Inf give +-max instead of Inf/NaN");
+  a.option("overflow", "non_saturating (default), saturate, saturate_nan_to_zero", "POLICY");
+  a.option("seed", "random stream for --round stochastic (default 0)", "N")->check(integer_in<std::uint64_t>("--seed"));
+  a.option("input", "auto (default) or bfloat16: IN holds uint16 bfloat16 bit patterns", "KIND");
+  a.parse(argv);
+  a.expect_positional(3);
   encode_request r;
   r.format = parse_format_name(a.positional()[0]);
   r.conv = conversion{parse_round_option(a), parse_overflow_option(a)};
@@ -127,8 +135,10 @@ int run_encode(const encode_request& r) {
 int cmd_encode(const argv_t& argv) { return run_encode(parse_encode(argv)); }
 
 decode_request parse_decode(const argv_t& argv) {
-  args a(argv, {});
-  a.expect_positional(3, "minifloat decode FORMAT IN.npy OUT.npy");
+  args a("minifloat decode FORMAT IN.npy OUT.npy",
+         "Codes (uint8, or uint16 for 16-bit formats) of FORMAT -> float32 values, same shape.");
+  a.parse(argv);
+  a.expect_positional(3);
   return {parse_format_name(a.positional()[0]), a.positional()[1], a.positional()[2]};
 }
 

@@ -1,8 +1,8 @@
 #pragma once
 // One function per `minifloat` subcommand; each returns the process exit code (docs/errors.md).
 // Commands that read or write files are split in two: parse_X() checks the whole command line
-// without touching the file system (usage_error, exit 2, for anything wrong with it; the fuzz
-// target fuzz/cli_args.cpp runs exactly these), run_X() does the work.
+// without touching the file system (usage_error, exit 2, for anything wrong with it; help_request
+// for --help/-h; the fuzz target fuzz/cli_args.cpp runs exactly these), run_X() does the work.
 #include <minifloat/core/policy.hpp>
 #include <minifloat/quant/scheme_string.hpp>
 
@@ -60,6 +60,10 @@ encode_request parse_encode(const argv_t&);
 decode_request parse_decode(const argv_t&);
 quantize_request parse_quantize(const argv_t&);
 analyze_request parse_analyze(const argv_t&);
+
+/// parse_X of gemm and attention (their requests stay private to their files): throw as parse_X does.
+void check_gemm_args(const argv_t&);
+void check_attention_args(const argv_t&);
 
 int run_encode(const encode_request&);
 int run_decode(const decode_request&);

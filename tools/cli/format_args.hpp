@@ -3,7 +3,10 @@
 #include <minifloat/analysis/format_profile.hpp>
 #include <minifloat/quant/quantized_tensor.hpp>
 #include <minifloat/quant/scheme.hpp>
+#include <minifloat/quant/scheme_string.hpp>
+#include <minifloat/io/files.hpp>
 
+#include <optional>
 #include <stdexcept>
 #include <string>
 
@@ -24,6 +27,11 @@ inline std::string format_names(std::string_view sep = ", ") {
 inline format_id parse_format_name(std::string_view name) {
   if (auto f = parse_format(name)) return *f;
   throw usage_error("unknown format '" + std::string(name) + "'; expected one of: " + format_names());
+}
+
+/// --round MODE, declared with its help; `first` describes "nearest" for this command.
+inline void add_round_option(args& a, const std::string& first) {
+  a.option("round", first + ", nearest_even, nearest_away, toward_zero, upward, downward or stochastic", "MODE");
 }
 
 inline rounding parse_round_option(const args& a) {
@@ -47,29 +55,27 @@ inline overflow parse_overflow_option(const args& a) {
 
 /// Everything about a quantization scheme that can be checked before reading any data, as a
 /// usage_error prefixed by `who` ("" for options, "scheme 'x': " for scheme strings):
-/// quant_scheme::validate() (enum ranges, MX elements round to nearest even), and a pow2
-/// target T inside the format's binades (outside them every value would flush to zero or
-/// saturate: a silent garbage result).
+/// quant_scheme::validate(), the one check every entry point shares (enum ranges, MX elements
+/// round to nearest even, a pow2 target T inside the format's binades).
 inline void check_scheme(const quant_scheme& s, const std::string& who) {
   try {
     s.validate();
   } catch (const std::invalid_argument& e) {
     throw usage_error(who + e.what());
   }
-  if (s.rule != scale_rule::pow2) return;
-  const auto& p = analysis::profile_of(s.format);
-  if (s.target >= p.min_binade && s.target <= p.max_binade) return;
-  const bool below = s.target < p.min_binade;
-  const std::string range = "2^" + std::to_string(p.min_binade) + " .. 2^" + std::to_string(p.max_binade);
-  std::string what = "pow2 target T = " + std::to_string(s.target);
-  if (s.format == format_id::hifloat8)
-    what += " (N_guard " + std::to_string(15 - s.target) + ")";
-  std::string expected = "expected T from " + std::to_string(p.min_binade) + " to " + std::to_string(p.max_binade);
-  if (s.format == format_id::hifloat8)
-    expected += " (N_guard from " + std::to_string(15 - p.max_binade) + " to " + std::to_string(15 - p.min_binade) + ")";
-  throw usage_error(who + what + " puts the amax at 2^" + std::to_string(s.target) + ", outside the binades of " +
-                    std::string(to_string(s.format)) + " (" + range + "): " + (below ? "every value" : "values near the amax") + " would " +
-                    (below ? "flush to zero" : "be clipped to its max") + "; " + expected);
+}
+
+/// A scheme string given to `option` (gemm --a-scheme, attention --k-scheme): parsed by the one
+/// scheme parser and checked by check_scheme, like quantize's options and analyze's --schemes.
+inline quant_scheme parse_scheme_option(const std::string& text, const std::string& option) {
+  quant_scheme s;
+  try {
+    s = parse_scheme(text).scheme;
+  } catch (const std::invalid_argument& e) {
+    throw usage_error(option + ": " + minifloat::detail::printable_text(e.what()));
+  }
+  check_scheme(s, option + " '" + minifloat::detail::printable_text(text) + "': ");
+  return s;
 }
 
 }  // namespace minifloat::cli

@@ -12,70 +12,93 @@
 
 #include "args.hpp"
 #include "commands.hpp"
+#include "format_args.hpp"
+#include "paths.hpp"
+#include "readers.hpp"
 
 namespace minifloat::cli {
 namespace {
 
-constexpr auto gemm_usage =
-    "minifloat gemm A.npy B.npy OUT.npy --a-scheme S --b-scheme S [--b-layout nk|kn] [--order exact|fp32_blocks|fast] "
-    "[--threads N]";
+struct gemm_request {
+  std::string a, b, out;
+  quant_scheme sa, sb;
+  gemm_layout layout = gemm_layout::nk;
+  std::string layout_name = "nk", order = "exact";
+  gemm_config cfg;
+};
 
 // All file access of this command goes through these two functions.
 std::vector<float> read_matrix(const std::string& path, const char* name, std::size_t& rows, std::size_t& cols) {
-  const npy_array a = read_npy(path);
-  if (a.shape.size() != 2)
-    throw shape_error(std::string("gemm: ") + name + " (" + path + ") has " + std::to_string(a.shape.size()) +
-                      " dimensions; expected a matrix");
-  rows = a.shape[0], cols = a.shape[1];
-  return to_float32(a);
+  float_tensor t = read_float_tensor(path);
+  if (t.shape.size() != 2)
+    throw shape_error(std::string("gemm: ") + name + " (" + terminal_text(path) + ") has " +
+                      std::to_string(t.shape.size()) + " dimensions; expected a matrix");
+  rows = t.shape[0], cols = t.shape[1];
+  return std::move(t.values);
 }
 void write_result(const std::string& path, std::span<const std::size_t> shape, std::span<const float> values) {
   write_npy(path, shape, values);
 }
 
-quant_scheme scheme_option(const args& a, const char* option, int mx_axis) {
-  const auto text = a.get(option);
-  if (!text) throw usage_error(std::string("--") + option + " is required; usage: " + gemm_usage);
-  quant_scheme s;
-  try {
-    s = parse_scheme(*text).scheme;
-  } catch (const std::invalid_argument& e) {
-    throw usage_error(std::string("--") + option + ": " + e.what());
-  }
-  if (s.gran == granularity::mx) s.axis = mx_axis;  // MX blocks run along K for both operands
-  return s;
+gemm_request parse_gemm(const argv_t& argv) {
+  args a("minifloat gemm A.npy B.npy OUT.npy --a-scheme S --b-scheme S [--b-layout nk|kn] "
+         "[--order exact|fp32_blocks|fast] [--threads N]",
+         "Quantized GEMM: A (M, K) and B (N, K) or (K, N) float .npy matrices, each quantized under its scheme (MX "
+         "blocks run along K), OUT (M, N) float32.");
+  a.option("a-scheme", "A's scheme, FORMAT/GRANULARITY[/key=value...] as analyze's --schemes", "S");
+  a.option("b-scheme", "B's scheme", "S");
+  a.option("b-layout", "nk (default) or kn", "nk|kn");
+  a.option("order", "exact (default): the exact sum rounded once; fp32_blocks: the fast path's fp32 order "
+           "(reference code); fast: the fast GEMM", "ORDER");
+  a.option("threads", "worker threads of --order fast (0: all hardware threads; default 1)", "N")
+      ->check(integer_in<unsigned>("--threads", 0U, 4096U));
+  a.parse(argv);
+  a.expect_positional(3);
+  gemm_request r;
+  r.layout_name = a.get_or("b-layout", "nk"), r.order = a.get_or("order", "exact");
+  if (r.layout_name != "nk" && r.layout_name != "kn")
+    throw usage_error("--b-layout must be nk or kn, got '" + r.layout_name + "'");
+  if (r.order != "exact" && r.order != "fp32_blocks" && r.order != "fast")
+    throw usage_error("--order must be exact, fp32_blocks or fast, got '" + r.order + "'");
+  r.layout = r.layout_name == "nk" ? gemm_layout::nk : gemm_layout::kn;
+  auto scheme = [&](const char* option, int mx_axis) {
+    const auto text = a.get(option);
+    if (!text) throw usage_error(std::string("--") + option + " is required; usage: " + a.usage());
+    quant_scheme s = parse_scheme_option(*text, std::string("--") + option);
+    // MX blocks run along K for both operands (a 32x32 tile covers both axes anyway)
+    if (s.gran == granularity::mx) s.axis = mx_axis;
+    return s;
+  };
+  r.sa = scheme("a-scheme", 1);
+  r.sb = scheme("b-scheme", r.layout == gemm_layout::nk ? 1 : 0);
+  if (auto t = a.get("threads")) r.cfg.threads = parse_integer<unsigned>(*t, "--threads");
+  r.a = a.positional()[0], r.b = a.positional()[1], r.out = a.positional()[2];
+  return r;
 }
 
 }  // namespace
 
-int cmd_gemm(const argv_t& argv) {
-  args a(argv, {"a-scheme", "b-scheme", "b-layout", "order", "threads"});
-  a.expect_positional(3, gemm_usage);
-  const std::string layout_name = a.get_or("b-layout", "nk"), order = a.get_or("order", "exact");
-  if (layout_name != "nk" && layout_name != "kn") throw usage_error("--b-layout must be nk or kn, got '" + layout_name + "'");
-  if (order != "exact" && order != "fp32_blocks" && order != "fast")
-    throw usage_error("--order must be exact, fp32_blocks or fast, got '" + order + "'");
-  const gemm_layout layout = layout_name == "nk" ? gemm_layout::nk : gemm_layout::kn;
-  const quant_scheme sa = scheme_option(a, "a-scheme", 1), sb = scheme_option(a, "b-scheme", layout == gemm_layout::nk ? 1 : 0);
-  gemm_config cfg;
-  if (auto t = a.get("threads")) cfg.threads = parse_integer<unsigned>(*t, "--threads");
+void check_gemm_args(const argv_t& argv) { (void)parse_gemm(argv); }
 
+int cmd_gemm(const argv_t& argv) {
+  const gemm_request r = parse_gemm(argv);
+  check_distinct_paths({{"A", r.a}, {"B", r.b}}, {{"OUT", r.out}});
   std::size_t m = 0, ka = 0, br = 0, bc = 0;
-  const auto av = read_matrix(a.positional()[0], "A", m, ka);
-  const auto bv = read_matrix(a.positional()[1], "B", br, bc);
-  const std::size_t kb = layout == gemm_layout::nk ? bc : br, n = layout == gemm_layout::nk ? br : bc;
+  const auto av = read_matrix(r.a, "A", m, ka);
+  const auto bv = read_matrix(r.b, "B", br, bc);
+  const std::size_t kb = r.layout == gemm_layout::nk ? bc : br, n = r.layout == gemm_layout::nk ? br : bc;
   if (ka != kb)
-    throw shape_error("gemm: A is " + std::to_string(m) + "x" + std::to_string(ka) + " and B (" + layout_name + ") is " +
-                      std::to_string(br) + "x" + std::to_string(bc) + "; expected B " +
-                      (layout == gemm_layout::nk ? "(N, " + std::to_string(ka) + ")" : "(" + std::to_string(ka) + ", N)"));
-  const quantized_tensor qa = quantize(av, m, ka, sa), qb = quantize(bv, br, bc, sb);
+    throw shape_error("gemm: A is " + std::to_string(m) + "x" + std::to_string(ka) + " and B (" + r.layout_name +
+                      ") is " + std::to_string(br) + "x" + std::to_string(bc) + "; expected B " +
+                      (r.layout == gemm_layout::nk ? "(N, " + std::to_string(ka) + ")" : "(" + std::to_string(ka) + ", N)"));
+  const quantized_tensor qa = quantize(av, m, ka, r.sa), qb = quantize(bv, br, bc, r.sb);
   std::vector<float> out(checked_mul(m, n, "gemm: M x N"));
-  if (order == "fast") gemm(qa.view(), qb.view(), layout, {}, out, cfg);
+  if (r.order == "fast") gemm(qa.view(), qb.view(), r.layout, {}, out, r.cfg);
   else
-    gemm_reference(qa.view(), qb.view(), layout, {}, out,
-                   order == "exact" ? gemm_accumulation::exact : gemm_accumulation::fp32_blocks);
+    gemm_reference(qa.view(), qb.view(), r.layout, {}, out,
+                   r.order == "exact" ? gemm_accumulation::exact : gemm_accumulation::fp32_blocks);
   const std::array<std::size_t, 2> shape{m, n};
-  write_result(a.positional()[2], shape, out);
+  write_result(r.out, shape, out);
   return 0;
 }
 

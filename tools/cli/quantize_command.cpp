@@ -17,6 +17,7 @@
 #include "commands.hpp"
 #include "format_args.hpp"
 #include "paths.hpp"
+#include "readers.hpp"
 
 namespace minifloat::cli {
 namespace {
@@ -31,12 +32,19 @@ std::pair<std::size_t, std::size_t> parse_block(const std::string& text) {
   return {r, c};
 }
 
-/// SQNR in dB over the finite inputs; NaN when there is none (printed "n/a").
-double sqnr_db(std::span<const float> x, std::span<const float> y) {
+/// SQNR in dB over the finite inputs whose outputs are finite (the others lie in MX blocks that
+/// hold a NaN or Inf and are NaN by definition; check_finite_outputs has refused any other);
+/// NaN when there is none (printed "n/a"). `nan_block_values` counts the finite inputs left out.
+double sqnr_db(std::span<const float> x, std::span<const float> y, std::size_t& nan_block_values) {
   double signal = 0, noise = 0;
   std::size_t finite = 0;
+  nan_block_values = 0;
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (!std::isfinite(x[i])) continue;
+    if (!std::isfinite(y[i])) {
+      ++nan_block_values;
+      continue;
+    }
     ++finite;
     const double d = static_cast<double>(x[i]) - static_cast<double>(y[i]);
     signal += static_cast<double>(x[i]) * x[i];
@@ -48,48 +56,72 @@ double sqnr_db(std::span<const float> x, std::span<const float> y) {
   return 10.0 * std::log10(signal / noise);
 }
 
-/// A value for a message: 9 significant digits (a float round-trips), powers of two as 2^k.
-std::string brief(double v) {
-  int e = 0;
-  if (std::isfinite(v) && v > 0 && std::frexp(v, &e) == 0.5) return "2^" + std::to_string(e - 1);
-  char buf[40];
-  std::snprintf(buf, sizeof buf, "%.9g", v);
-  return buf;
-}
-
-/// Finite input, non-finite output is never a valid result: it is refused with the value, the
-/// group's scale and the way out, rather than written.
+/// MX blocks (tiles) whose inputs include a NaN or Inf get the NaN scale and NaN values by
+/// definition (docs/formats/mx.md): such blocks are exempt. fp32-scale groups are not: their
+/// scales come from the finite amax, so a non-finite neighbour never excuses an Inf.
 void check_finite_outputs(std::span<const float> x, std::span<const float> y, const quantized_tensor& q,
                           const std::string& in_path) {
+  const auto [tr, tc] = minifloat::detail::scale_tile(q.scheme(), q.rows(), q.cols());
+  const std::size_t grid_cols = q.cols() == 0 ? 0 : (q.cols() + tc - 1) / tc;
+  std::vector<char> nan_block;  // per MX block: holds a non-finite input (built on first need)
   for (std::size_t i = 0; i < x.size(); ++i) {
     if (!std::isfinite(x[i]) || std::isfinite(y[i])) continue;
     const std::size_t r = q.cols() == 0 ? 0 : i / q.cols(), c = q.cols() == 0 ? 0 : i % q.cols();
+    if (q.scheme().gran == granularity::mx) {
+      if (nan_block.empty()) {
+        nan_block.assign(((q.rows() + tr - 1) / tr) * grid_cols, 0);
+        for (std::size_t k = 0; k < x.size(); ++k)
+          if (!std::isfinite(x[k])) nan_block[(k / q.cols() / tr) * grid_cols + (k % q.cols()) / tc] = 1;
+      }
+      if (nan_block[(r / tr) * grid_cols + c / tc] != 0) continue;
+    }
     std::string scale;
     if (q.scheme().gran != granularity::mx) {
       const auto v = q.view();
-      const auto [tr, tc] = minifloat::detail::scale_tile(q.scheme(), q.rows(), q.cols());
       scale = ", scale " + brief(static_cast<double>(q.scales()[(r / tr) * v.scale_grid_cols() + c / tc]));
     }
     throw io_error(terminal_text(in_path) + ": the finite input " + brief(static_cast<double>(x[i])) +
                    " at element (" + std::to_string(r) + ", " + std::to_string(c) + ") (amax " +
                    brief(static_cast<double>(finite_amax(x))) + scale + ") dequantizes to " +
                    brief(static_cast<double>(y[i])) + " under " + q.scheme().describe() +
-                   ": code times scale overflows float32; expected finite outputs (use --scale-rule max, or a "
-                   "lower --target / higher --n-guard)");
+                   ": code times scale overflows float32; expected finite outputs" +
+                   (q.scheme().gran == granularity::mx ? std::string()
+                                                       : std::string(" (use --scale-rule max, or a lower --target / higher --n-guard)")));
   }
 }
 
 }  // namespace
 
 quantize_request parse_quantize(const argv_t& argv) {
-  args a(argv, {"format", "granularity", "block", "axis", "scale-rule", "target", "n-guard", "round", "codes", "scales",
-          "flatten", "seed"},
-         {"quiet"});
-  constexpr auto usage =
-      "minifloat quantize IN.npy OUT.npy --format F --granularity tensor|channel|token|block|mx [--block RxC] "
-      "[--axis 0|1] [--scale-rule max|pow2|none|floor|rceil|ceil|even] [--target T] [--round MODE] "
-      "[--codes CODES.npy] [--scales SCALES.npy]";
-  a.expect_positional(2, usage);
+  args a("minifloat quantize IN.npy OUT.npy --format F --granularity tensor|channel|token|block|mx [--block RxC] "
+         "[--axis 0|1] [--scale-rule max|pow2|none|floor|rceil|ceil|even] [--target T | --n-guard N] [--round MODE] "
+         "[--seed N] [--codes CODES.npy] [--scales SCALES.npy] [--flatten last|first] [--quiet]",
+         "Scaled quantization of a .npy tensor: OUT = the dequantized float32 values, IN's shape. IN may be 1-D "
+         "(one row) or N-D (flattened as --flatten says).");
+  a.option("format", "element format (see `minifloat formats`)", "F");
+  a.option("granularity",
+           "tensor | channel (one scale per row) | token (same, for activations) | block | mx (E8M0 scale per 32 "
+           "along --axis, or per 32x32 tile with --block 32x32)",
+           "G");
+  a.option("block", "block: tile RxC (default 128x128); mx: 32x32 for 2-D tiles", "RxC");
+  a.option("axis", "mx: 1-D blocks run along axis 1 (rows, default) or axis 0", "0|1");
+  a.option("scale-rule", "max | pow2 | none (fp32 scales); floor | rceil | ceil | even (mx). Defaults: mx floor; "
+           "hifloat8 pow2; others max", "R");
+  a.option("target", "pow2: the amax lands in [2^T, 2^(T+1)) (default T=4); T must lie in the format's binades", "T")
+      ->check(integer_in<int>("--target"));
+  a.option("n-guard", "pow2: T = 15 - N (hifloat8: N 0 to 37)", "N")->check(integer_in<int>("--n-guard"));
+  add_round_option(a, "element rounding: nearest (default: the format's own)");
+  a.option("seed", "random stream for --round stochastic (element (r,c) draws random_bits(N, r * cols + c))", "N")
+      ->check(integer_in<std::uint64_t>("--seed"));
+  a.option("codes", "also write the codes (uint8; FP4 packed two per byte along the last axis, element 2i in the low "
+           "nibble; uint16 for 16-bit formats)", "CODES.npy");
+  a.option("scales", "also write the scales: float32 grid, or uint8 E8M0 codes for mx (one byte per block or tile, "
+           "row-major over them)", "SCALES.npy");
+  a.option("flatten", "N-D IN as prod(leading) x last (default) or first x prod(rest) (conv weights)", "last|first");
+  a.flag("quiet", "no summary line");
+  a.parse(argv);
+  const std::string usage = a.usage();
+  a.expect_positional(2);
   const auto fmt_name = a.get("format");
   const auto gran_name = a.get("granularity");
   if (!fmt_name) throw usage_error(std::string("--format is required; usage: ") + usage);
@@ -103,8 +135,22 @@ quantize_request parse_quantize(const argv_t& argv) {
   quant_scheme& s = req.scheme;
   s = quant_scheme::make(fmt, *gran);
   if (auto b = a.get("block")) {
-    if (s.gran != granularity::block) throw usage_error("--block applies to --granularity block only");
-    std::tie(s.block_rows, s.block_cols) = parse_block(*b);
+    if (s.gran != granularity::block && s.gran != granularity::mx)
+      throw usage_error("--block applies to --granularity block or mx (32x32 tiles) only, got --granularity " + *gran_name);
+    const auto [br, bc] = parse_block(*b);
+    if (s.gran == granularity::mx) {
+      // MX scales cover 32 elements along an axis or a 32x32 tile (quant/scheme.hpp), as the
+      // scheme strings' block= key spells them: 1x32 is axis 1, 32x1 axis 0.
+      const bool row = br == 1 && bc == 32, column = br == 32 && bc == 1, square = br == 32 && bc == 32;
+      if (!row && !column && !square)
+        throw usage_error("--block " + *b + " with --granularity mx: expected 32x32 (one E8M0 scale per 32x32 tile), "
+                          "1x32 or 32x1 (blocks of 32 along axis 1 or 0)");
+      if (a.get("axis")) throw usage_error("give --block or --axis with --granularity mx, not both (both set the MX tile)");
+      if (square) s.block_rows = s.block_cols = 32;
+      else s.axis = row ? 1 : 0;
+    } else {
+      s.block_rows = br, s.block_cols = bc;
+    }
   } else if (s.gran == granularity::block) {
     s.block_rows = s.block_cols = 128;  // the DeepSeek-V3 weight tile
   }
@@ -153,20 +199,8 @@ int run_quantize(const quantize_request& req) {
   if (req.scales) outputs.push_back({"--scales", *req.scales});
   check_distinct_paths({{"IN", req.in}}, outputs);
 
-  const npy_array in = read_npy(req.in);
-  if (!npy_is_float(in.dtype))
-    throw io_error(terminal_text(req.in) + ": dtype '" + std::string(npy_descr(in.dtype)) + "' (" +
-                   std::string(npy_dtype_name(in.dtype)) + ") is not floating point; expected '<f4', '<f8' or '<f2'");
-  std::size_t overflows = 0;
-  const std::vector<float> x = to_float32(in, req.in, &overflows);
-  if (overflows != 0) {
-    const auto d = in.as<double>();
-    std::size_t i = 0;
-    while (i < d.size() && !(std::isfinite(d[i]) && std::isinf(x[i]))) ++i;
-    throw io_error(terminal_text(req.in) + ": float64 value " + brief(d[i]) + " at element " + std::to_string(i) +
-                   " does not fit float32 (" + std::to_string(overflows) +
-                   " such values); expected values within +-3.40282347e+38");
-  }
+  const float_tensor in = read_float_tensor(req.in);
+  const std::vector<float>& x = in.values;
   // 1-D is one row; N-D is (prod(leading), last) unless --flatten first asks for (first, prod(rest)).
   const auto [rows, cols] = matrix_shape(
       in.shape, req.flatten == flatten_choice::first ? flatten_mode::first_axis : flatten_mode::last_axis);
@@ -209,10 +243,13 @@ int run_quantize(const quantize_request& req) {
   }
   out.commit();
   if (!req.quiet) {
-    const double db = sqnr_db(x, y);
+    std::size_t in_nan_blocks = 0;
+    const double db = sqnr_db(x, y, in_nan_blocks);
     char buf[32];
     std::snprintf(buf, sizeof buf, "%.2f dB", db);
-    const std::string cell = std::isnan(db) ? std::string("n/a (no finite value)") : std::isinf(db) ? (db > 0 ? "inf dB" : "-inf dB") : buf;
+    std::string cell = std::isnan(db) ? std::string("n/a (no finite value)") : std::isinf(db) ? (db > 0 ? "inf dB" : "-inf dB") : buf;
+    if (in_nan_blocks != 0)
+      cell += " (" + std::to_string(in_nan_blocks) + " finite values in MX blocks holding NaN/Inf are NaN, left out)";
     std::printf("%s: %zux%zu -> %s: SQNR %s\n", terminal_text(req.in).c_str(), rows, cols, s.describe().c_str(),
                 cell.c_str());
   }

@@ -99,7 +99,8 @@ commands:
                                   the fast path's fp32 order (reference code); fast: the fast GEMM
       [--threads N]
 
-  help, --help                    this text
+  help, --help, -h                this text
+  help COMMAND, COMMAND --help    the command's options (also -h)
   version, --version              the version
 
 Every output is written to a temporary file next to it and renamed into place only when all of
@@ -113,6 +114,8 @@ Exit codes: 0 success, 1 bad input file or failed operation, 2 bad command line
 
 int run_command(const argv_t& argv) {
   std::vector<std::string> args = argv;
+  // "minifloat help CMD" is "minifloat CMD --help"
+  if (args.size() == 2 && args[0] == "help") args = {args[1], "--help"};
   if (args.empty() || args[0] == "help" || args[0] == "--help" || args[0] == "-h") {
     std::cout << help_text << std::flush;
     return args.empty() ? 2 : 0;
@@ -139,6 +142,13 @@ int run_command(const argv_t& argv) {
     if (command == "gemm") return cmd_gemm(args);
     throw usage_error("unknown command '" + minifloat::detail::printable_text(command, 40) +
                       "'; run 'minifloat --help' for the list");
+  } catch (const help_request& h) {
+    std::cout << h.text << std::flush;
+    if (!std::cout) {
+      report("<stdout>: write failed; expected the help to be written");
+      return 1;
+    }
+    return 0;
   } catch (const usage_error& e) {
     report(e.what());
     return 2;
