@@ -24,6 +24,7 @@
 #include <minifloat/attention/attention.hpp>
 #include <minifloat/quant/scheme_string.hpp>
 
+#include "../common/args.hpp"
 #include "../common/rng.hpp"
 
 #include <algorithm>
@@ -32,6 +33,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -313,50 +315,59 @@ void synthetic_full(std::size_t t, std::uint64_t seed, unsigned threads, bool co
                1.0 / std::sqrt(static_cast<double>(d)), true, threads);
 }
 
-}  // namespace
 
-int main(int argc, char** argv) {
+constexpr const char* usage_text =
+    "usage: kv_study [--full] [--data DIR] [--queries N] [--lengths T1,T2,...] [--dim D] [--seed S]\n"
+    "  --full        the README's numbers: synthetic T = 4096, 16384, 65536 with 64 queries each\n"
+    "  --data DIR    the PP-OCRv4 data folder (holding activations/ and weights/); default data/ppocrv4\n"
+    "  --queries N   queries per synthetic cache, 1 .. 4096 (default 8, 64 with --full)\n"
+    "  --lengths L   synthetic cache lengths T, each 1 .. 262144 (default 4096)\n"
+    "  --dim D       synthetic head dimension, 1 .. 4096 (default 512)\n"
+    "  --seed S      synthetic data seed (default 1)\n";
+
+// The largest synthetic cache, T x d floats (1 GiB), and score matrix, queries x T doubles (1 GiB).
+constexpr std::size_t max_cache_elements = std::size_t{1} << 28, max_score_elements = std::size_t{1} << 27;
+
+int body(int argc, char** argv) {
   fs::path data = fs::path(__FILE__).parent_path() / ".." / ".." / "data" / "ppocrv4";
-  bool full = false;
+  bool full = false, data_given = false;
   std::size_t queries = 0, dim = 512;
   std::vector<std::size_t> lengths;
   std::uint64_t seed = 1;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) {
-        std::fprintf(stderr, "kv_study: %s needs a value\n", argv[i]);
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--full") full = true;
-    else if (a == "--data") data = value();
-    else if (a == "--queries") queries = std::stoul(value());
-    else if (a == "--dim") dim = std::stoul(value());
-    else if (a == "--seed") seed = std::stoull(value());
-    else if (a == "--lengths") {
-      const std::string v = value();
-      for (std::size_t p = 0; p < v.size();) {
-        const auto c = v.find(',', p);
-        lengths.push_back(std::stoul(v.substr(p, c - p)));
-        p = c == std::string::npos ? v.size() : c + 1;
-      }
-    } else {
-      std::fprintf(stderr,
-                   "usage: kv_study [--full] [--data DIR] [--queries N] [--lengths T1,T2,...] [--dim D] [--seed S]\n");
-      return a == "--help" || a == "-h" ? 0 : 2;
+  for (minifloat_examples::arg_cursor arg(argc, argv); arg.next();) {
+    const std::string_view a = arg.name();
+    if (a == "--help" || a == "-h") {
+      std::fputs(usage_text, stdout);
+      return 0;
     }
+    if (a == "--full") full = true;
+    else if (a == "--data") data = std::string(arg.value()), data_given = true;
+    else if (a == "--queries") queries = arg.integer<std::size_t>(1, 4096);
+    else if (a == "--dim") dim = arg.integer<std::size_t>(1, 4096);
+    else if (a == "--seed") seed = arg.integer<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max());
+    else if (a == "--lengths") lengths = arg.integer_list<std::size_t>(1, 262144);
+    else arg.unknown();
   }
   const bool lengths_given = !lengths.empty();
   if (lengths.empty()) lengths = full ? std::vector<std::size_t>{4096, 16384, 65536} : std::vector<std::size_t>{4096};
   if (queries == 0) queries = full ? 64 : 8;
+  for (const std::size_t t : lengths) {
+    if (t * dim > max_cache_elements)  // both factors are at most 2^18 and 2^12: no wrap
+      throw minifloat_examples::usage_error("--lengths " + std::to_string(t) + " with --dim " + std::to_string(dim) + " is a cache of " +
+                                            std::to_string(t * dim) + " values; expected at most 2^28 (1 GiB of float32)");
+    if (t * queries > max_score_elements)
+      throw minifloat_examples::usage_error("--lengths " + std::to_string(t) + " with --queries " + std::to_string(queries) +
+                                            " is " + std::to_string(t * queries) + " scores; expected at most 2^27");
+  }
+  if (data_given && !fs::is_directory(data))
+    throw minifloat::io_error("--data " + minifloat_examples::quote_arg(data.string()) +
+                              ": no such folder; expected the PP-OCRv4 data folder holding activations/ and weights/");
   const unsigned threads = std::max(1U, std::min(2U, std::thread::hardware_concurrency()));
 
   std::printf("Merged-KV decode attention: out = softmax(scale q C^T) C, cache C stored in 8 bits.\n");
   std::printf("Output SQNR = 10 log10(sum out_ref^2 / sum (out_ref - out)^2) per query vector; pooled = over all\n");
   std::printf("queries at once; p05 = 5th percentile; logits SQNR: the same for scale q C^T.\n");
-  try {
+  {
     for (const auto& [block, weight] : {std::pair{"svtr0", "rec.linear_77.w_0"}, std::pair{"svtr1", "rec.linear_81.w_0"}}) {
       dataset ds;
       if (load_ppocr(data, block, weight, ds)) run(ds, threads);
@@ -375,9 +386,12 @@ int main(int argc, char** argv) {
       synthetic_full(t, seed, threads, true);
       synthetic_full(t, seed, threads, false);
     }
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "kv_study: error: %s\n", e.what());
-    return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  return minifloat_examples::guarded_main("kv_study", [&] { return body(argc, argv); });
 }

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include <minifloat/io/files.hpp>
+
 #include "common.hpp"
 
 namespace lm {
@@ -22,16 +24,19 @@ struct corpus {
 
 /// Reads a text file; the last 5 % of its bytes (from byte floor(0.95 n)) are the validation set.
 inline corpus load_corpus(const std::string& path, std::size_t context) {
+  // checked before opening: a FIFO or a device would block the read or never end
+  minifloat::require_regular_file(path, "a text file (--text)");
   std::ifstream f(path, std::ios::binary);
-  if (!f) throw std::runtime_error("cannot open the text file '" + path + "'");
+  if (!f) throw minifloat::io_error(minifloat::detail::path_text(path) + ": cannot open; expected a readable text file (--text)");
   std::vector<std::uint8_t> all((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  if (f.bad()) throw minifloat::io_error(minifloat::detail::path_text(path) + ": read error; expected a readable text file (--text)");
   const std::size_t cut = all.size() / 20 * 19 + (all.size() % 20) * 19 / 20;  // floor(0.95 n)
   corpus c;
   c.source = path;
   c.train.assign(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(cut));
   c.valid.assign(all.begin() + static_cast<std::ptrdiff_t>(cut), all.end());
   if (c.valid.size() < context + 1 || c.train.size() < context + 1)
-    throw std::runtime_error("the text file '" + path + "' has " + std::to_string(all.size()) +
+    throw minifloat::io_error(minifloat::detail::path_text(path) + ": has " + std::to_string(all.size()) +
                              " bytes: too short for context " + std::to_string(context) +
                              " (each part needs more than one window)");
   return c;

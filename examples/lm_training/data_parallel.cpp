@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -30,7 +31,8 @@
 
 #include <minifloat/comm/mpi.hpp>
 
-#include "args.hpp"
+#include "../common/args.hpp"
+#include "options_check.hpp"
 #include "trainer.hpp"
 
 #ifndef LM_TRAINING_DEFAULT_TEXT
@@ -40,6 +42,9 @@
 namespace {
 
 using namespace lm;
+using minifloat_examples::arg_cursor;
+using minifloat_examples::quote_arg;
+using minifloat_examples::usage_error;
 namespace mc = minifloat::comm;
 
 struct options {
@@ -48,53 +53,52 @@ struct options {
   std::vector<mc::wire_format> wires{mc::wire_format::fp32, mc::wire_format::bf16, mc::wire_format::hif8,
                                      mc::wire_format::e4m3, mc::wire_format::mxfp8_e4m3};
   std::size_t chunk = 256, val_windows = 0;
+  bool help = false;
 };
+
+constexpr const char* usage_text =
+    "usage: mpirun -n P lm_training_dp [--smoke] [--text FILE] [--steps N] [--batch B] [--seed S]\n"
+    "  [--lr X] [--warmup N] [--wire LIST] [--chunk C] [--val-windows N] [--inject-inf STEP]\n"
+    "  [--inject-nan STEP] [--layers L --d-model D --heads H --d-ff F --context T]\n"
+    "  --wire LIST   comma list of fp32, bf16, hif8, e4m3, e5m2, mxfp8_e4m3, mxfp8_e5m2\n"
+    "                (default fp32,bf16,hif8,e4m3,mxfp8_e4m3)\n"
+    "  --chunk C     elements per wire scale group, a multiple of 32 in [32, 2^20] (default 256)\n";
 
 options parse(int argc, char** argv) {
   options o;
   o.tc = smoke_config();
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    const auto next = [&]() -> std::string_view {
-      if (i + 1 >= argc) throw std::invalid_argument(std::string(a) + " needs a value");
-      return argv[++i];
-    };
+  for (arg_cursor arg(argc, argv); arg.next();) {
+    const std::string_view a = arg.name();
     if (a == "--smoke") o.tc = smoke_config();
-    else if (a == "--text") o.text = next();
-    else if (a == "--steps") o.tc.steps = parse_num<std::size_t>(next(), "--steps", "lm_training_dp");
-    else if (a == "--batch") o.tc.batch = parse_num<std::size_t>(next(), "--batch", "lm_training_dp");
-    else if (a == "--seed") o.tc.seed = parse_num<std::uint64_t>(next(), "--seed", "lm_training_dp");
-    else if (a == "--lr") o.tc.opt.lr = parse_num<double>(next(), "--lr", "lm_training_dp");
-    else if (a == "--warmup") o.tc.opt.warmup = parse_num<std::size_t>(next(), "--warmup", "lm_training_dp");
-    else if (a == "--chunk") o.chunk = parse_num<std::size_t>(next(), "--chunk", "lm_training_dp");
-    else if (a == "--val-windows") o.val_windows = parse_num<std::size_t>(next(), "--val-windows", "lm_training_dp");
-    else if (a == "--inject-inf") o.tc.inject_inf_step = parse_num<std::size_t>(next(), "--inject-inf", "lm_training_dp");
-    else if (a == "--inject-nan") o.tc.inject_nan_step = parse_num<std::size_t>(next(), "--inject-nan", "lm_training_dp");
-    else if (a == "--layers") o.tc.model.layers = parse_num<std::size_t>(next(), "--layers", "lm_training_dp");
-    else if (a == "--d-model") o.tc.model.d_model = parse_num<std::size_t>(next(), "--d-model", "lm_training_dp");
-    else if (a == "--heads") o.tc.model.heads = parse_num<std::size_t>(next(), "--heads", "lm_training_dp");
-    else if (a == "--d-ff") o.tc.model.d_ff = parse_num<std::size_t>(next(), "--d-ff", "lm_training_dp");
-    else if (a == "--context") o.tc.model.context = parse_num<std::size_t>(next(), "--context", "lm_training_dp");
+    else if (a == "--text") o.text = arg.value();
+    else if (a == "--steps") o.tc.steps = arg.integer<std::size_t>(20, limits::steps);
+    else if (a == "--batch") o.tc.batch = arg.integer<std::size_t>(1, 4096);
+    else if (a == "--seed") o.tc.seed = arg.integer<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max());
+    else if (a == "--lr") o.tc.opt.lr = arg.real(0.0, 1.0, true);
+    else if (a == "--warmup") o.tc.opt.warmup = arg.integer<std::size_t>(0, limits::steps);
+    else if (a == "--chunk") {
+      o.chunk = arg.integer<std::size_t>(32, std::size_t{1} << 20);
+      if (o.chunk % 32 != 0)
+        throw usage_error("--chunk expects a multiple of 32 (the MX block) in [32, 2^20], got " + std::to_string(o.chunk));
+    } else if (a == "--val-windows") o.val_windows = arg.integer<std::size_t>(0, std::size_t{1} << 32);
+    else if (a == "--inject-inf") o.tc.inject_inf_step = arg.integer<std::size_t>(0, limits::steps);
+    else if (a == "--inject-nan") o.tc.inject_nan_step = arg.integer<std::size_t>(0, limits::steps);
+    else if (a == "--layers") o.tc.model.layers = arg.integer<std::size_t>(1, 64);
+    else if (a == "--d-model") o.tc.model.d_model = arg.integer<std::size_t>(1, 4096);
+    else if (a == "--heads") o.tc.model.heads = arg.integer<std::size_t>(1, 256);
+    else if (a == "--d-ff") o.tc.model.d_ff = arg.integer<std::size_t>(1, 16384);
+    else if (a == "--context") o.tc.model.context = arg.integer<std::size_t>(1, 4096);
     else if (a == "--wire") {
       o.wires.clear();
-      std::stringstream ss{std::string(next())};
-      for (std::string item; std::getline(ss, item, ',');) {
+      for (const std::string& item : arg.list("wire formats")) {
         const auto w = mc::parse_wire_format(item);
-        if (!w) throw std::invalid_argument("--wire: unknown format '" + item + "' (fp32, bf16, hif8, e4m3, mxfp8_e4m3)");
+        if (!w) throw usage_error("--wire: unknown format " + quote_arg(item) + "; expected fp32, bf16, hif8, e4m3, e5m2, mxfp8_e4m3 or mxfp8_e5m2");
         o.wires.push_back(*w);
       }
-    } else if (a == "--help" || a == "-h") {
-      std::cout << "usage: mpirun -n P lm_training_dp [--smoke] [--text FILE] [--steps N] [--batch B] [--seed S]\n"
-                   "  [--lr X] [--warmup N] [--wire LIST] [--chunk C] [--val-windows N] [--inject-inf STEP]\n"
-                   "  [--inject-nan STEP] [--layers L --d-model D --heads H --d-ff F --context T]\n";
-      std::exit(0);
-    } else {
-      throw std::invalid_argument("unknown option " + std::string(a) + " (--help lists them)");
-    }
+    } else if (a == "--help" || a == "-h") o.help = true;
+    else arg.unknown();
   }
-  if (o.tc.steps < 20) throw std::invalid_argument("--steps: at least 20 (the loss-falls check compares 10-step means)");
-  for (const auto* s : {&o.tc.inject_inf_step, &o.tc.inject_nan_step})
-    if (*s && **s >= o.tc.steps) throw std::invalid_argument("an injected fault lies beyond --steps");
+  if (!o.help) check_training_options(o.tc, "");
   return o;
 }
 
@@ -190,8 +194,12 @@ std::string fixed(double v, int prec) {
 
 int run(int argc, char** argv, int rank, int ranks) {
   const options o = parse(argc, argv);
+  if (o.help) {
+    if (rank == 0) std::cout << usage_text;
+    return 0;
+  }
   if (o.tc.batch % static_cast<std::size_t>(ranks) != 0)
-    throw std::invalid_argument("--batch " + std::to_string(o.tc.batch) + " is not a multiple of the " + std::to_string(ranks) +
+    throw usage_error("--batch " + std::to_string(o.tc.batch) + " is not a multiple of the " + std::to_string(ranks) +
                                 " ranks (every rank takes the same number of rows)");
   const corpus data = load_corpus(o.text, o.tc.model.context);
   const bool root = rank == 0;
@@ -253,10 +261,12 @@ int main(int argc, char** argv) {
   try {
     code = run(argc, argv, rank, ranks);
   } catch (const std::exception& e) {
-    // every rank parses the same arguments, so a bad argument stops all of them alike; a failure
-    // inside a collective is reported by comm on every rank
-    std::cerr << "lm_training_dp (rank " << rank << "): " << e.what() << "\n";
-    code = 2;
+    // Every rank parses the same arguments and reads the same text file, so a bad argument or
+    // file stops all of them alike (rank 0 says why); a failure inside a collective is reported
+    // by comm on every rank.
+    const bool usage = dynamic_cast<const usage_error*>(&e) != nullptr;
+    const bool alike = usage || dynamic_cast<const minifloat::io_error*>(&e) != nullptr;
+    code = rank == 0 || !alike ? minifloat_examples::report("lm_training_dp", e) : usage ? 2 : 1;
   }
   MPI_Finalize();
   return code;

@@ -22,8 +22,10 @@
 #include <fstream>
 #include <iomanip>
 #include <iostream>
+#include <limits>
 #include <map>
 #include <optional>
+#include <span>
 #include <sstream>
 #include <string>
 #include <string_view>
@@ -31,7 +33,8 @@
 
 #include <minifloat/recipes/recipes.hpp>
 
-#include "args.hpp"
+#include "../common/args.hpp"
+#include "options_check.hpp"
 #include "trainer.hpp"
 
 #ifndef LM_TRAINING_DEFAULT_TEXT
@@ -41,6 +44,11 @@
 namespace {
 
 using namespace lm;
+using minifloat_examples::arg_cursor;
+using minifloat_examples::check_output_folder;
+using minifloat_examples::parse_list;
+using minifloat_examples::quote_arg;
+using minifloat_examples::usage_error;
 namespace fs = std::filesystem;
 
 struct options {
@@ -57,25 +65,22 @@ struct options {
   std::string replot_note;          ///< --replot: the chart's subtitle
 };
 
-[[noreturn]] void usage(int code) {
-  std::cout <<
-      "usage: lm_training [--smoke | --grad-check | --determinism | --text FILE] [options]\n"
-      "  --recipes LIST     comma list of fp32,bf16,hif8_delayed,hif8_current,fp8_delayed,mxfp8,mxfp8_32x32 or all\n"
-      "  --steps N --batch B --lr X --warmup N --seed S --threads N\n"
-      "  --layers L --d-model D --heads H --d-ff F --context T\n"
-      "  --seeds N          fp32 also with seeds S+1 .. S+N-1 (the run-to-run noise floor)\n"
-      "  --inject-inf STEP  an Inf in one gradient at STEP; --inject-nan STEP a NaN in one activation\n"
-      "  --n-guard W,A,G --interval I --history L   HiF8 knobs\n"
-      "  --ablate guard|interval|history|all        HiF8 delayed ablation runs (after the recipes)\n"
-      "  --infer            inference recipes (HiF8, FP8 E4M3 static per tensor; amax, percentile, mse;\n"
-      "                     MXFP8) on the trained fp32 model, with text samples\n"
-      "  --val-windows N    validation windows of T bytes (0 = the whole last 5 %)\n"
-      "  --eval-every N     periodic fp32 validation on 64 windows\n"
-      "  --out DIR          results.csv, curves.csv, curves.svg, table.md (default <temp>/minifloat-lm_training)\n"
-      "  --replot DIR [--note TEXT]   curves.svg again from DIR/curves.csv\n"
-      "  --quiet\n";
-  std::exit(code);
-}
+constexpr const char* usage_text =
+    "usage: lm_training [--smoke | --grad-check | --determinism | --text FILE] [options]\n"
+    "  --recipes LIST     comma list of fp32,bf16,hif8_delayed,hif8_current,fp8_delayed,mxfp8,mxfp8_32x32 or all\n"
+    "  --steps N --batch B --lr X --warmup N --seed S --threads N\n"
+    "  --layers L --d-model D --heads H --d-ff F --context T\n"
+    "  --seeds N          fp32 also with seeds S+1 .. S+N-1 (the run-to-run noise floor)\n"
+    "  --inject-inf STEP  an Inf in one gradient at STEP; --inject-nan STEP a NaN in one activation\n"
+    "  --n-guard W,A,G --interval I --history L   HiF8 knobs\n"
+    "  --ablate guard|interval|history|all        HiF8 delayed ablation runs (after the recipes)\n"
+    "  --infer            inference recipes (HiF8, FP8 E4M3 static per tensor; amax, percentile, mse;\n"
+    "                     MXFP8) on the trained fp32 model, with text samples\n"
+    "  --val-windows N    validation windows of T bytes (0 = the whole last 5 %)\n"
+    "  --eval-every N     periodic fp32 validation on 64 windows\n"
+    "  --out DIR          results.csv, curves.csv, curves.svg, table.md (default <temp>/minifloat-lm_training)\n"
+    "  --replot DIR [--note TEXT]   curves.svg again from DIR/curves.csv\n"
+    "  --quiet\n";
 
 std::vector<std::string> split(std::string_view s, char c) {
   std::vector<std::string> out;
@@ -85,83 +90,85 @@ std::vector<std::string> split(std::string_view s, char c) {
   return out;
 }
 
+/// The first --help or -h anywhere on the line answers it, whatever else is there.
+bool wants_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "--help" || std::string_view(argv[i]) == "-h") return true;
+  return false;
+}
+
 options parse(int argc, char** argv) {
   options o;
   std::string recipe_list = "all";
   std::optional<std::array<int, 3>> guard;
   std::optional<std::size_t> interval, history;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
-    const auto next = [&]() -> std::string_view {
-      if (i + 1 >= argc) {
-        std::cerr << "lm_training: " << a << " needs a value\n";
-        std::exit(2);
-      }
-      return argv[++i];
-    };
-    if (a == "--help" || a == "-h") usage(0);
-    else if (a == "--smoke") o.mode = "smoke";
+  for (arg_cursor arg(argc, argv); arg.next();) {
+    const std::string_view a = arg.name();
+    if (a == "--smoke") o.mode = "smoke";
     else if (a == "--grad-check") o.mode = "grad-check";
     else if (a == "--determinism") o.mode = "determinism";
-    else if (a == "--replot") o.out = std::string(next()), o.mode = "replot";
-    else if (a == "--note") o.replot_note = std::string(next());
-    else if (a == "--text") o.text = std::string(next()), o.mode = "train";
-    else if (a == "--recipes") recipe_list = std::string(next());
-    else if (a == "--steps") o.tc.steps = parse_num<std::size_t>(next(), "--steps");
-    else if (a == "--batch") o.tc.batch = parse_num<std::size_t>(next(), "--batch");
-    else if (a == "--lr") o.tc.opt.lr = parse_num<double>(next(), "--lr");
-    else if (a == "--warmup") o.tc.opt.warmup = parse_num<std::size_t>(next(), "--warmup");
-    else if (a == "--seed") o.tc.seed = parse_num<std::uint64_t>(next(), "--seed");
-    else if (a == "--threads") o.tc.threads = parse_num<unsigned>(next(), "--threads");
-    else if (a == "--layers") o.tc.model.layers = parse_num<std::size_t>(next(), "--layers");
-    else if (a == "--d-model") o.tc.model.d_model = parse_num<std::size_t>(next(), "--d-model");
-    else if (a == "--heads") o.tc.model.heads = parse_num<std::size_t>(next(), "--heads");
-    else if (a == "--d-ff") o.tc.model.d_ff = parse_num<std::size_t>(next(), "--d-ff");
-    else if (a == "--context") o.tc.model.context = parse_num<std::size_t>(next(), "--context");
-    else if (a == "--seeds") o.seeds = parse_num<std::size_t>(next(), "--seeds");
-    else if (a == "--inject-inf") o.tc.inject_inf_step = parse_num<std::size_t>(next(), "--inject-inf");
-    else if (a == "--inject-nan") o.tc.inject_nan_step = parse_num<std::size_t>(next(), "--inject-nan");
-    else if (a == "--eval-every") o.tc.eval_every = parse_num<std::size_t>(next(), "--eval-every");
-    else if (a == "--log-every") o.tc.log_every = parse_num<std::size_t>(next(), "--log-every");
-    else if (a == "--val-windows") o.val_windows = parse_num<std::size_t>(next(), "--val-windows");
-    else if (a == "--interval") interval = parse_num<std::size_t>(next(), "--interval");
-    else if (a == "--history") history = parse_num<std::size_t>(next(), "--history");
+    else if (a == "--replot") o.out = std::string(arg.value()), o.mode = "replot";
+    else if (a == "--note") o.replot_note = std::string(arg.value());
+    else if (a == "--text") o.text = std::string(arg.value()), o.mode = "train";
+    else if (a == "--recipes") recipe_list = std::string(arg.value());
+    else if (a == "--steps") o.tc.steps = arg.integer<std::size_t>(1, limits::steps);
+    else if (a == "--batch") o.tc.batch = arg.integer<std::size_t>(1, 4096);
+    else if (a == "--lr") o.tc.opt.lr = arg.real(0.0, 1.0, true);
+    else if (a == "--warmup") o.tc.opt.warmup = arg.integer<std::size_t>(0, limits::steps);
+    else if (a == "--seed") o.tc.seed = arg.integer<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max());
+    else if (a == "--threads") o.tc.threads = arg.integer<unsigned>(1, 256);
+    else if (a == "--layers") o.tc.model.layers = arg.integer<std::size_t>(1, 64);
+    else if (a == "--d-model") o.tc.model.d_model = arg.integer<std::size_t>(1, 4096);
+    else if (a == "--heads") o.tc.model.heads = arg.integer<std::size_t>(1, 256);
+    else if (a == "--d-ff") o.tc.model.d_ff = arg.integer<std::size_t>(1, 16384);
+    else if (a == "--context") o.tc.model.context = arg.integer<std::size_t>(1, 4096);
+    else if (a == "--seeds") o.seeds = arg.integer<std::size_t>(1, 64);
+    else if (a == "--inject-inf") o.tc.inject_inf_step = arg.integer<std::size_t>(0, limits::steps);
+    else if (a == "--inject-nan") o.tc.inject_nan_step = arg.integer<std::size_t>(0, limits::steps);
+    else if (a == "--eval-every") o.tc.eval_every = arg.integer<std::size_t>(0, limits::steps);
+    else if (a == "--log-every") o.tc.log_every = arg.integer<std::size_t>(0, limits::steps);
+    else if (a == "--val-windows") o.val_windows = arg.integer<std::size_t>(0, std::size_t{1} << 32);
+    else if (a == "--interval") interval = arg.integer<std::size_t>(1, limits::steps);
+    else if (a == "--history") history = arg.integer<std::size_t>(1, 1 << 20);
     else if (a == "--n-guard") {
-      const auto p = split(next(), ',');
-      if (p.size() != 3) {
-        std::cerr << "lm_training: --n-guard expects W,A,G (e.g. 11,10,10)\n";
-        std::exit(2);
-      }
-      guard = std::array<int, 3>{parse_num<int>(p[0], "--n-guard"), parse_num<int>(p[1], "--n-guard"),
-                                 parse_num<int>(p[2], "--n-guard")};
-    } else if (a == "--ablate") o.ablate = std::string(next());
-    else if (a == "--infer") o.infer = true;
-    else if (a == "--out") o.out = std::string(next());
+      // the HiF8 guard rule's range (recipes/scaling_rule.hpp): amax binade 15 - N_guard inside HiF8
+      const auto g = arg.integer_list<int>(1, 37);
+      if (g.size() != 3)
+        throw usage_error("--n-guard expects three integers W,A,G in [1, 37] (e.g. 11,10,10), got " + std::to_string(g.size()));
+      guard = std::array<int, 3>{g[0], g[1], g[2]};
+    } else if (a == "--ablate") {
+      o.ablate = std::string(arg.value());
+      if (o.ablate != "guard" && o.ablate != "interval" && o.ablate != "history" && o.ablate != "all")
+        throw usage_error("--ablate expects guard, interval, history or all, got " + quote_arg(o.ablate));
+    } else if (a == "--infer") o.infer = true;
+    else if (a == "--out") o.out = std::string(arg.value());
     else if (a == "--quiet") o.tc.quiet = true;
-    else {
-      std::cerr << "lm_training: unknown argument '" << a << "' (--help lists them)\n";
-      std::exit(2);
-    }
+    else arg.unknown();
   }
   for (const std::string& k : recipe_list == "all" ? std::vector<std::string>{"fp32", "bf16", "hif8_delayed", "hif8_current",
                                                                               "fp8_delayed", "mxfp8", "mxfp8_32x32"}
-                                                   : split(recipe_list, ',')) {
+                                                   : parse_list(recipe_list, "--recipes", "training recipes")) {
     const auto kind = parse_recipe_kind(k);
-    if (!kind || recipe{*kind}.inference()) {
-      std::cerr << "lm_training: unknown training recipe '" << k << "'\n";
-      std::exit(2);
-    }
+    if (!kind || recipe{*kind}.inference())
+      throw usage_error("--recipes: unknown training recipe " + quote_arg(k) +
+                        "; expected fp32, bf16, hif8_delayed, hif8_current, fp8_delayed, mxfp8, mxfp8_32x32 or all");
     recipe r{*kind};
     if (guard) r.n_guard_weight = (*guard)[0], r.n_guard_activation = (*guard)[1], r.n_guard_gradient = (*guard)[2];
     if (interval) r.interval = *interval;
     if (history) r.history = *history;
     o.recipes.push_back(r);
   }
-  const model_config& m = o.tc.model;
-  if (m.heads == 0 || m.d_model % m.heads != 0 || m.layers == 0 || m.context == 0 || o.tc.batch == 0 || o.tc.steps == 0) {
-    std::cerr << "lm_training: need layers, heads, context, batch, steps > 0 and d_model a multiple of heads\n";
-    std::exit(2);
+  if (o.mode == "train") check_training_options(o.tc, "");
+  if (o.infer && std::none_of(o.recipes.begin(), o.recipes.end(), [](const recipe& r) { return r.kind == recipe_kind::fp32; }))
+    throw usage_error("--infer needs the fp32 recipe in --recipes (the inference recipes run on the trained fp32 model)");
+  if (o.mode == "train") {
+    for (const recipe& r : o.recipes)
+      if (r.mx() && o.tc.model.context % 32 != 0)
+        throw usage_error("MX recipes need a --context that is a multiple of 32 (the per-head MX blocks of P^T, dS^T and V run "
+                          "along T), got " + std::to_string(o.tc.model.context));
+    if (!o.out.empty()) check_output_folder(o.out, "--out");
   }
+  if (o.mode == "replot") check_output_folder(o.out, "--replot");
   return o;
 }
 
@@ -311,12 +318,6 @@ std::string curves_svg(const std::vector<summary_row>& rows, const std::string& 
   return o.str();
 }
 
-bool write_file(const fs::path& p, const std::string& s) {
-  std::ofstream f(p, std::ios::binary);
-  f << s;
-  return static_cast<bool>(f);
-}
-
 // ---------------------------------------------------------------------------------------------
 // inference
 
@@ -376,52 +377,55 @@ std::string sample(transformer<float>& m, const std::string& prompt, std::size_t
   return text;
 }
 
-/// The attention core must see T a multiple of 32 for MX row-grouped operands.
-void check_mx_shape(const options& o) {
-  for (const recipe& r : o.recipes)
-    if (r.mx() && o.tc.model.context % 32 != 0) {
-      std::cerr << "lm_training: MX recipes need a context that is a multiple of 32 (the per-head MX blocks of P^T, "
-                   "dS^T and V run along T), got "
-                << o.tc.model.context << "\n";
-      std::exit(2);
-    }
-}
-
 // ---------------------------------------------------------------------------------------------
 // modes
 
+/// Text from a file or the command line as SVG text: it must not carry markup into the chart.
+std::string xml_text(std::string_view text) {
+  std::string out;
+  for (const char c : text) out += c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '&' ? "&amp;" : std::string(1, c);
+  return out;
+}
+
 /// --replot DIR: curves.svg again from DIR/curves.csv (a run's per-step losses).
 int run_replot(const options& o) {
-  std::ifstream f(fs::path(o.out) / "curves.csv");
-  if (!f) {
-    std::cerr << "lm_training: cannot read " << (fs::path(o.out) / "curves.csv").string() << "\n";
-    return 1;
-  }
+  const fs::path csv = fs::path(o.out) / "curves.csv";
+  mf::require_regular_file(csv, "the curves.csv of an earlier run");  // a FIFO would block the read
+  std::ifstream f(csv, std::ios::binary);
+  if (!f) throw mf::io_error(mf::detail::path_text(csv) + ": cannot open; expected a readable curves.csv");
   std::string line;
-  std::getline(f, line);
+  if (!std::getline(f, line) || line.rfind("step,", 0) != 0)
+    throw mf::io_error(mf::detail::path_text(csv) + ": the first line is not a header 'step,RUN,...'; expected the curves.csv "
+                       "that lm_training writes");
   const auto head = split(line, ',');
-  std::vector<summary_row> rows(head.size() > 0 ? head.size() - 1 : 0);
-  for (std::size_t k = 0; k < rows.size(); ++k) rows[k].name = head[k + 1];
-  while (std::getline(f, line)) {
+  std::vector<summary_row> rows(head.size() - 1);
+  for (std::size_t k = 0; k < rows.size(); ++k) rows[k].name = xml_text(head[k + 1]);
+  for (std::size_t number = 2; std::getline(f, line); ++number) {
     const auto cells = split(line, ',');
     for (std::size_t k = 0; k < rows.size(); ++k) {
       step_record r;
-      if (k + 1 < cells.size() && !cells[k + 1].empty()) r.loss = std::stod(cells[k + 1]);
+      if (k + 1 < cells.size() && !cells[k + 1].empty()) {
+        const std::string& c = cells[k + 1];
+        const auto [p, ec] = std::from_chars(c.data(), c.data() + c.size(), r.loss);
+        if (ec != std::errc() || p != c.data() + c.size() || !std::isfinite(r.loss))
+          throw mf::io_error(mf::detail::path_text(csv) + " line " + std::to_string(number) + ": " + quote_arg(c) +
+                             " is not a finite loss; expected a number or an empty cell");
+      }
       rows[k].r.steps.push_back(r);
     }
   }
+  if (f.bad()) throw mf::io_error(mf::detail::path_text(csv) + ": read error; expected a readable file");
   const std::size_t n = rows.empty() ? 0 : rows.front().r.steps.size();
-  if (!write_file(fs::path(o.out) / "curves.svg", curves_svg(rows, o.replot_note.empty() ? std::to_string(n) + " steps" : o.replot_note)))
-    return 1;
+  const std::string svg = curves_svg(rows, xml_text(o.replot_note.empty() ? std::to_string(n) + " steps" : o.replot_note));
+  mf::write_file_atomically(fs::path(o.out) / "curves.svg", {std::as_bytes(std::span<const char>(svg.data(), svg.size()))});
   std::cout << "wrote " << (fs::path(o.out) / "curves.svg").string() << "\n";
   return 0;
 }
 
 int run_training(options& o) {
-  check_mx_shape(o);
   const corpus data = load_corpus(o.text, o.tc.model.context);
+  // the folder is made only when every output is written (output_batch below)
   const fs::path out = o.out.empty() ? fs::temp_directory_path() / "minifloat-lm_training" : fs::path(o.out);
-  fs::create_directories(out);
   std::cout << "text: " << o.text << " (" << data.train.size() << " training bytes, " << data.valid.size()
             << " validation bytes)\nmodel: " << o.tc.model.describe() << "\n";
   std::vector<recipe> runs = o.recipes;
@@ -486,10 +490,7 @@ int run_training(options& o) {
   std::cout << "\n" << tab;
   std::string infer_tab;
   if (o.infer) {
-    if (!fp32_model) {
-      std::cerr << "lm_training: --infer needs the fp32 recipe in --recipes\n";
-      return 2;
-    }
+    if (!fp32_model) throw usage_error("--infer needs the fp32 recipe in --recipes");  // parse() checks it first
     std::ostringstream it;
     const double base = validation_loss(*fp32_model, data, o.tc.batch, o.val_windows);
     it << "\n| inference recipe (on the fp32 model) | val loss | perplexity | gap to fp32 |\n|---|---|---|---|\n"
@@ -519,14 +520,14 @@ int run_training(options& o) {
     infer_tab = it.str() + "\nsamples (temperature 0.8, seed 5):\n\n" + samples;
     std::cout << infer_tab << std::flush;
   }
-  const bool ok = write_file(out / "table.md", tab + infer_tab) && write_file(out / "results.csv", results_csv(rows, fp32_val)) &&
-                  write_file(out / "curves.csv", curves_csv(rows)) &&
-                  write_file(out / "curves.svg", curves_svg(rows, o.tc.model.describe() + ", " + std::to_string(o.tc.steps) +
-                                                                      " steps of " + std::to_string(o.tc.batch) + " sequences"));
-  if (!ok) {
-    std::cerr << "lm_training: could not write the outputs into " << out << "\n";
-    return 1;
-  }
+  mf::output_batch outputs;  // all four files or none; the folder only if they are all written
+  outputs.create_directories(out);
+  outputs.stage(out / "table.md", tab + infer_tab);
+  outputs.stage(out / "results.csv", results_csv(rows, fp32_val));
+  outputs.stage(out / "curves.csv", curves_csv(rows));
+  outputs.stage(out / "curves.svg", curves_svg(rows, o.tc.model.describe() + ", " + std::to_string(o.tc.steps) + " steps of " +
+                                                         std::to_string(o.tc.batch) + " sequences"));
+  outputs.commit();
   std::cout << "wrote table.md, results.csv, curves.csv, curves.svg into " << out.string() << "\n";
   return 0;
 }
@@ -693,15 +694,16 @@ int run_determinism(const options& o) {
 
 int main(int argc, char** argv) {
   openblas_set_num_threads(1);  // the example splits its products over its own threads (matmul.hpp)
-  try {
+  if (wants_help(argc, argv)) {
+    std::cout << usage_text;
+    return 0;
+  }
+  return minifloat_examples::guarded_main("lm_training", [&] {
     options o = parse(argc, argv);
     if (o.mode == "smoke") return run_smoke(o);
     if (o.mode == "grad-check") return run_grad_check(o);
     if (o.mode == "determinism") return run_determinism(o);
     if (o.mode == "replot") return run_replot(o);
     return run_training(o);
-  } catch (const std::exception& e) {
-    std::cerr << "lm_training: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

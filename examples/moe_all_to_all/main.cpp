@@ -2,7 +2,7 @@
 // the quantized all-to-all (comm/mpi.hpp) and whose experts run the grouped GEMM (W4A8: expert
 // weights MXFP4, activations MXFP8 E4M3 or HiF8).
 //
-//   mpirun -n P moe_all_to_all [--tokens T] [--act mxfp8_e4m3|hif8|all]      P in {1, 2, 4, 8}
+//   mpirun -n P moe_all_to_all [--tokens T] [--act mxfp8_e4m3|hif8|all]      P in {1, 2, 4, 8}, T <= 65536
 //
 // The layer (8 experts, top-2 routing, expert e on rank e / (8 / P)):
 //   router   logits = x Wr^T in fp32; each token picks its 2 largest logits, gates = softmax of the two
@@ -22,7 +22,6 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -36,6 +35,8 @@
 #include <minifloat/comm/reference.hpp>
 #include <minifloat/gemm/gemm.hpp>
 #include <minifloat/quant/quantized_tensor.hpp>
+
+#include "../common/args.hpp"
 
 namespace mf = minifloat;
 namespace mc = minifloat::comm;
@@ -248,35 +249,50 @@ double sqnr_db(const std::vector<float>& got, const std::vector<float>& want) {
   return 10.0 * std::log10(s / e);
 }
 
-}  // namespace
+constexpr const char* usage_text =
+    "usage: mpirun -n P moe_all_to_all [--tokens T] [--act mxfp8_e4m3|hif8|all]      P in {1, 2, 4, 8}\n"
+    "  --tokens T   tokens a rank, 1 .. 65536 (default 64)\n"
+    "  --act A      the activations' wire format: mxfp8_e4m3, hif8, or all (both, the default)\n";
 
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
-  const std::size_t ranks = mc::detail::comm_size(MPI_COMM_WORLD), me = mc::detail::comm_rank(MPI_COMM_WORLD);
+struct options {
   std::size_t per_rank_tokens = 64;
   std::vector<mc::wire_format> acts = {mc::wire_format::mxfp8_e4m3, mc::wire_format::hif8};
-  bool bad_args = experts % ranks != 0;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i], v = i + 1 < argc ? std::string_view(argv[i + 1]) : std::string_view();
-    if (a == "--tokens" && !v.empty()) {
-      const auto [ptr, ec] = std::from_chars(v.data(), v.data() + v.size(), per_rank_tokens);
-      bad_args = bad_args || ec != std::errc{} || ptr != v.data() + v.size();
-      ++i;
-    } else if (a == "--act" && !v.empty()) {
-      if (v == "all") continue;
+  bool help = false;
+};
+
+// Rank 0 gathers all P * T output rows (MPI counts are int) and computes the layer three more times
+// in one process; 2^16 tokens a rank keeps every count below 2^31 and rank 0 below a few GiB.
+constexpr std::size_t max_tokens = std::size_t{1} << 16;
+
+options parse(int argc, char** argv, std::size_t ranks) {
+  options o;
+  for (minifloat_examples::arg_cursor arg(argc, argv); arg.next();) {
+    const std::string_view a = arg.name();
+    if (a == "--help" || a == "-h") o.help = true;
+    else if (a == "--tokens") o.per_rank_tokens = arg.integer<std::size_t>(1, max_tokens);
+    else if (a == "--act") {
+      const std::string_view v = arg.value();
+      if (v == "all") {
+        o.acts = {mc::wire_format::mxfp8_e4m3, mc::wire_format::hif8};
+        continue;
+      }
       const auto f = mc::parse_wire_format(v);
-      bad_args = bad_args || !f || (*f != mc::wire_format::mxfp8_e4m3 && *f != mc::wire_format::hif8);
-      if (f) acts = {*f};
-      ++i;
+      if (!f || (*f != mc::wire_format::mxfp8_e4m3 && *f != mc::wire_format::hif8))
+        throw minifloat_examples::usage_error("--act expects mxfp8_e4m3, hif8 or all, got " + minifloat_examples::quote_arg(v));
+      o.acts = {*f};
     } else {
-      bad_args = true;
+      arg.unknown();
     }
   }
-  if (bad_args) {
-    if (me == 0) std::cerr << "usage: mpirun -n P moe_all_to_all [--tokens T] [--act mxfp8_e4m3|hif8|all], P divides 8\n";
-    MPI_Finalize();
-    return 2;
-  }
+  if (!o.help && experts % ranks != 0)
+    throw minifloat_examples::usage_error("run on " + std::to_string(ranks) + " ranks, which do not divide the " +
+                                          std::to_string(experts) + " experts; expected mpirun -n P with P in {1, 2, 4, 8}");
+  return o;
+}
+
+int run(const options& o, std::size_t ranks, std::size_t me) {
+  const std::size_t per_rank_tokens = o.per_rank_tokens;
+  const std::vector<mc::wire_format>& acts = o.acts;
   const weights w = make_weights();
   const std::size_t total = per_rank_tokens * ranks;
   const auto x = tokens(me * per_rank_tokens, per_rank_tokens);
@@ -314,6 +330,36 @@ int main(int argc, char** argv) {
     std::printf("\nvs fp32 rows: bytes on the wire (codes, scales, headers) against the same rows as plain fp32\n");
   int okv = ok ? 1 : 0;
   MPI_Bcast(&okv, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  MPI_Finalize();
   return okv == 1 ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  const std::size_t ranks = mc::detail::comm_size(MPI_COMM_WORLD), me = mc::detail::comm_rank(MPI_COMM_WORLD);
+  options o;
+  try {
+    o = parse(argc, argv, ranks);  // every rank parses the same arguments: all of them stop alike
+  } catch (const minifloat_examples::usage_error& e) {
+    const int code = me == 0 ? minifloat_examples::report("moe_all_to_all", e) : 2;
+    MPI_Finalize();
+    return code;
+  }
+  if (o.help) {
+    if (me == 0) std::fputs(usage_text, stdout);
+    MPI_Finalize();
+    return 0;
+  }
+  try {
+    const int code = run(o, ranks, me);
+    MPI_Finalize();
+    return code;
+  } catch (const std::exception& e) {
+    // a rank that fails (out of memory) while the others wait in a collective would leave them
+    // waiting: stop the whole job
+    minifloat_examples::report("moe_all_to_all", e);
+    MPI_Abort(MPI_COMM_WORLD, 1);
+    return 1;
+  }
 }

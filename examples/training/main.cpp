@@ -55,6 +55,7 @@
 #include <vector>
 
 #include <minifloat/all.hpp>
+#include "../common/args.hpp"
 #include "../common/rng.hpp"
 #include <minifloat/quant/quantized_tensor.hpp>
 #include <minifloat/recipes/recipes.hpp>
@@ -529,18 +530,6 @@ std::vector<double> moving_median(const std::vector<double>& v, std::size_t w) {
 }
 
 // --- output files ----------------------------------------------------------------------------------
-/// Writes via a temporary file + rename, so concurrent runs never leave a half-written file.
-bool write_file(const std::filesystem::path& p, const std::string& text) {
-  const auto tmp = p.string() + ".tmp" + std::to_string(std::chrono::steady_clock::now().time_since_epoch().count());
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    if (!f || !(f << text) || !f.flush()) return false;
-  }
-  std::error_code ec;
-  std::filesystem::rename(tmp, p, ec);
-  if (ec) std::filesystem::remove(tmp, ec);
-  return !ec;
-}
 
 std::string num(double v, int prec) {
   if (!std::isfinite(v)) return "";
@@ -549,7 +538,8 @@ std::string num(double v, int prec) {
   return buf;
 }
 
-std::string csv(const std::vector<run_result>& runs, std::size_t spike, std::size_t outlier) {
+// (training_dp writes no files: the two writers are for the single-process program)
+[[maybe_unused]] std::string csv(const std::vector<run_result>& runs, std::size_t spike, std::size_t outlier) {
   std::ostringstream o;
   o << "step,event";
   for (const auto r : all_recipes) o << ',' << key(r);
@@ -564,7 +554,7 @@ std::string csv(const std::vector<run_result>& runs, std::size_t spike, std::siz
 
 constexpr std::array<const char*, 6> colors = {"#000000", "#d62728", "#1f77b4", "#17becf", "#ff7f0e", "#2ca02c"};
 
-std::string svg(const std::vector<run_result>& runs, std::size_t spike, std::size_t outlier) {
+[[maybe_unused]] std::string svg(const std::vector<run_result>& runs, std::size_t spike, std::size_t outlier) {
   const std::size_t n = runs[0].loss.size();
   const std::size_t w = std::max<std::size_t>(9, (n / 20) | 1U);
   std::vector<std::vector<double>> ma;
@@ -679,15 +669,20 @@ std::string svg(const std::vector<run_result>& runs, std::size_t spike, std::siz
   return o.str();
 }
 
+// A bound that keeps a typo (an extra zero or five) from becoming a run of days.
+constexpr std::size_t max_steps = 1'000'000;
+
+#if !MINIFLOAT_TRAINING_DATA_PARALLEL
 int usage(const char* argv0, int code) {
   (code == 0 ? std::cout : std::cerr)
       << "usage: " << argv0 << " [--steps N] [--seed S] [--out DIR] [--quiet]\n"
-      << "  --steps N   training steps per recipe (default 200; >= 20)\n"
+      << "  --steps N   training steps per recipe (default 200; 20 .. 1000000)\n"
       << "  --seed S    initialization and batch-order seed (default 0; the task is fixed)\n"
       << "  --out DIR   where curves.csv and curves.svg go (default <temp dir>/minifloat-training)\n"
       << "  --quiet     print only the summary table\n";
   return code;
 }
+#endif
 
 #if MINIFLOAT_TRAINING_DATA_PARALLEL
 double median(std::vector<double> v) {
@@ -711,38 +706,48 @@ int data_parallel_main(int argc, char** argv) {
     wires.push_back({f, f});
   wires.push_back({mf::comm::wire_format::hif8, mf::comm::wire_format::bf16});
   std::size_t chunk = 256;
-  int rc = 0;
-  for (int i = 1; i < argc && rc == 0; ++i) {
-    const std::string_view a = argv[i];
-    const std::string_view v = i + 1 < argc ? std::string_view(argv[i + 1]) : std::string_view();
-    if ((a == "--steps" || a == "--seed" || a == "--chunk") && i + 1 < argc) {
-      std::uint64_t n = 0;
-      const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
-      if (ec != std::errc{} || p != v.data() + v.size()) rc = 2;
-      (a == "--steps" ? steps : a == "--chunk" ? chunk : seed) = static_cast<std::size_t>(n);
-      ++i;
-    } else if (a == "--wire" && i + 1 < argc) {
-      wires.clear();
-      for (std::size_t b = 0; b <= v.size();) {  // FORMAT or FORMAT+GATHER (e.g. hif8+bf16)
-        const std::size_t e = std::min(v.find(',', b), v.size());
-        const std::string_view item = v.substr(b, e - b);
-        const std::size_t plus = std::min(item.find('+'), item.size());
-        const auto f = mf::comm::parse_wire_format(item.substr(0, plus));
-        const auto g = plus < item.size() ? mf::comm::parse_wire_format(item.substr(plus + 1)) : f;
-        if (!f || !g) rc = 2;
-        else wires.push_back({*f, *g});
-        b = e + 1;
+  bool help = false;
+  try {  // every rank parses the same arguments: all of them stop alike, rank 0 says why
+    for (minifloat_examples::arg_cursor arg(argc, argv); arg.next();) {
+      const std::string_view a = arg.name();
+      if (a == "--help" || a == "-h") help = true;
+      else if (a == "--steps") steps = arg.integer<std::size_t>(20, max_steps);
+      else if (a == "--seed") seed = arg.integer<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max());
+      else if (a == "--chunk") {
+        chunk = arg.integer<std::size_t>(32, std::size_t{1} << 20);
+        if (chunk % 32 != 0)
+          throw minifloat_examples::usage_error("--chunk expects a multiple of 32 (the MX block) in [32, 2^20], got " +
+                                                std::to_string(chunk));
+      } else if (a == "--wire") {
+        wires.clear();
+        for (const std::string& item : arg.list("wire formats FORMAT or FORMAT+GATHER")) {
+          const std::size_t plus = std::min(item.find('+'), item.size());
+          const auto f = mf::comm::parse_wire_format(std::string_view(item).substr(0, plus));
+          const auto g = plus < item.size() ? mf::comm::parse_wire_format(std::string_view(item).substr(plus + 1)) : f;
+          if (!f || !g)
+            throw minifloat_examples::usage_error("--wire: unknown format " + minifloat_examples::quote_arg(item) +
+                                                  "; expected fp32, bf16, hif8, e4m3, e5m2, mxfp8_e4m3 or mxfp8_e5m2, or two joined by + "
+                                                  "(reduce-scatter+all-gather, e.g. hif8+bf16)");
+          wires.push_back({*f, *g});
+        }
+      } else {
+        arg.unknown();
       }
-      ++i;
-    } else {
-      rc = 2;
     }
-  }
-  if (rc != 0 || steps < 20) {
-    if (dp.rank == 0)
-      std::cerr << "usage: mpirun -n P training_dp [--steps N>=20] [--seed S] [--chunk C] [--wire fp32,bf16,hif8,hif8+bf16,...]\n";
+  } catch (const minifloat_examples::usage_error& e) {
+    const int code = dp.rank == 0 ? minifloat_examples::report("training_dp", e) : 2;
     MPI_Finalize();
-    return 2;
+    return code;
+  }
+  if (help) {
+    if (dp.rank == 0)
+      std::cout << "usage: mpirun -n P training_dp [--steps N] [--seed S] [--chunk C] [--wire LIST]\n"
+                   "  --steps N   training steps per run (default 200; 20 .. 1000000)\n"
+                   "  --seed S    initialization and batch-order seed (default 0)\n"
+                   "  --chunk C   elements per wire scale group, a multiple of 32 in [32, 2^20] (default 256)\n"
+                   "  --wire LIST comma list of fp32,bf16,hif8,e4m3,mxfp8_e4m3 or FORMAT+GATHER (e.g. hif8+bf16)\n";
+    MPI_Finalize();
+    return 0;
   }
   const std::size_t spike = steps * 4 / 10, outlier = steps * 7 / 10;
   // single-process baselines (every rank computes them; they are cheap)
@@ -802,43 +807,24 @@ int data_parallel_main(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
-#if MINIFLOAT_TRAINING_DATA_PARALLEL
-  return data_parallel_main(argc, argv);
-#endif
+#if !MINIFLOAT_TRAINING_DATA_PARALLEL
+namespace {
+
+int single_process_main(int argc, char** argv) {
   std::size_t steps = 200;
   std::uint64_t seed = 0;
   std::filesystem::path out_dir;
   bool quiet = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view a = argv[i];
+  for (minifloat_examples::arg_cursor arg(argc, argv); arg.next();) {
+    const std::string_view a = arg.name();
     if (a == "--help" || a == "-h") return usage(argv[0], 0);
-    if (a == "--quiet") {
-      quiet = true;
-    } else if ((a == "--steps" || a == "--seed" || a == "--out") && i + 1 < argc) {
-      const std::string_view v = argv[++i];
-      if (a == "--out") {
-        out_dir = std::filesystem::path(std::string(v));
-        continue;
-      }
-      if (a == "--seed") {
-        const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), seed);
-        if (ec != std::errc{} || p != v.data() + v.size()) {
-          std::cerr << "training: --seed expects a non-negative integer, got '" << v << "'\n";
-          return 2;
-        }
-        continue;
-      }
-      const auto [p, ec] = std::from_chars(v.data(), v.data() + v.size(), steps);
-      if (ec != std::errc{} || p != v.data() + v.size() || steps < 20) {
-        std::cerr << "training: --steps expects an integer >= 20, got '" << v << "'\n";
-        return 2;
-      }
-    } else {
-      std::cerr << "training: unknown or incomplete argument '" << a << "'\n";
-      return usage(argv[0], 2);
-    }
+    if (a == "--quiet") quiet = true;
+    else if (a == "--steps") steps = arg.integer<std::size_t>(20, max_steps);
+    else if (a == "--seed") seed = arg.integer<std::uint64_t>(0, std::numeric_limits<std::uint64_t>::max());
+    else if (a == "--out") out_dir = std::filesystem::path(std::string(arg.value()));
+    else arg.unknown();
   }
+  if (!out_dir.empty()) minifloat_examples::check_output_folder(out_dir, "--out");
   if (out_dir.empty()) out_dir = std::filesystem::temp_directory_path() / "minifloat-training";
 
   const std::size_t spike = steps * 4 / 10, outlier = steps * 7 / 10;
@@ -871,18 +857,26 @@ int main(int argc, char** argv) {
     std::printf("time: %.2f s for %zu recipes\n", secs, runs.size());
   }
 
-  std::error_code ec;
-  std::filesystem::create_directories(out_dir, ec);
-  const bool wrote = !ec && write_file(out_dir / "curves.csv", csv(runs, spike, outlier)) &&
-                     write_file(out_dir / "curves.svg", svg(runs, spike, outlier));
-  if (!wrote) {
-    std::cerr << "training: could not write curves.csv / curves.svg into " << out_dir << "\n";
-    return 1;
-  }
+  mf::output_batch outputs;  // both files or neither; the folder only if they are written
+  outputs.create_directories(out_dir);
+  outputs.stage(out_dir / "curves.csv", csv(runs, spike, outlier));
+  outputs.stage(out_dir / "curves.svg", svg(runs, spike, outlier));
+  outputs.commit();
   if (!quiet) std::cout << "wrote " << (out_dir / "curves.csv").string() << " and " << (out_dir / "curves.svg").string() << "\n";
   if (!ok) {
     std::cerr << "training: a recipe did not finish with a finite loss, or the spike was not skipped\n";
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+#endif
+
+int main(int argc, char** argv) {
+#if MINIFLOAT_TRAINING_DATA_PARALLEL
+  return data_parallel_main(argc, argv);
+#else
+  return minifloat_examples::guarded_main("training", [&] { return single_process_main(argc, argv); });
+#endif
 }
