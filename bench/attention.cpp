@@ -29,11 +29,13 @@
 //       Blocks of 64 rows: AMX where the CPU has it, else the AVX-512 panel kernel
 //       (x86/avx512_panels.hpp) in the form of counter kernel (2 FMA, 4 bfloat16 pairs).
 //   fma_peak/threads:1   the fp32 FMA peak of one core (AVX-512 FMAs, or AVX2 FMAs without
-//       AVX-512; 12 chains): the roof.
+//       AVX-512; 12 chains; fma_peak.hpp, the same loop as the GEMM rows' counter): the roof.
 // The targets compare rows of the same run: bench/README.md#attention-attention.
 #include <benchmark/benchmark.h>
 
 #include <minifloat/attention/kv_cache.hpp>
+
+#include "fma_peak.hpp"
 
 #include <chrono>
 #include <cmath>
@@ -43,14 +45,6 @@
 #include <random>
 #include <string>
 #include <vector>
-
-#if defined(__x86_64__)
-#include <immintrin.h>
-#endif
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC diagnostic ignored "-Wpsabi"  // fma_peak's vectors never cross a call boundary
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"  // GCC 12's _mm512_reduce_add_ps (bug 105593)
-#endif
 
 namespace {
 
@@ -159,50 +153,6 @@ void prefill(benchmark::State& state, const cache_kind& c) {
                                                                                      block_kernel::automatic));
 }
 
-#if defined(__x86_64__)
-// The fp32 FMA roof of one core: 12 independent chains of the widest FMA the kernels use.
-__attribute__((target("avx512f,fma"))) void fma_peak512(benchmark::State& state) {
-  constexpr long n = 1 << 20;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    __m512 acc[12];
-    for (auto& a : acc) a = _mm512_set1_ps(0.0f);
-    __m512 x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
-    for (long i = 0; i < n; ++i) {
-#pragma GCC unroll 12
-      for (auto& a : acc) a = _mm512_fmadd_ps(x, y, a);
-      __asm__ volatile("" : "+v"(x));
-    }
-    float s = 0;
-    for (auto& a : acc) s += _mm512_reduce_add_ps(a);
-    benchmark::DoNotOptimize(s);
-  }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  state.counters["GFLOP/s"] = 2.0 * 16 * 12 * n * static_cast<double>(state.iterations()) / wall * 1e-9;
-}
-__attribute__((target("avx2,fma"))) void fma_peak256(benchmark::State& state) {
-  constexpr long n = 1 << 20;
-  const auto t0 = std::chrono::steady_clock::now();
-  for (auto _ : state) {
-    __m256 acc[12];
-    for (auto& a : acc) a = _mm256_set1_ps(0.0f);
-    __m256 x = _mm256_set1_ps(1.0000001f), y = _mm256_set1_ps(0.9999999f);
-    for (long i = 0; i < n; ++i) {
-#pragma GCC unroll 12
-      for (auto& a : acc) a = _mm256_fmadd_ps(x, y, a);
-      __asm__ volatile("" : "+x"(x));
-    }
-    alignas(32) float t[8] = {};
-    for (auto& a : acc) {
-      _mm256_store_ps(t, _mm256_add_ps(a, _mm256_load_ps(t)));
-    }
-    benchmark::DoNotOptimize(t[0]);
-  }
-  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  state.counters["GFLOP/s"] = 2.0 * 8 * 12 * n * static_cast<double>(state.iterations()) / wall * 1e-9;
-}
-#endif
-
 const int registered = [] {
   for (const std::size_t t : {std::size_t{4096}, std::size_t{16384}, std::size_t{65536}})
     for (const auto& c : caches)
@@ -243,12 +193,8 @@ const int registered = [] {
     benchmark::RegisterBenchmark((std::string("prefill/") + c.name + "/T:2048").c_str(),
                                  [&c](benchmark::State& st) { prefill(st, c); })
         ->Arg(1)->Arg(2)->ArgName("threads")->Unit(benchmark::kMillisecond);
-#if defined(__x86_64__)
-  if (simd::isa_available(simd::isa::avx512))
-    benchmark::RegisterBenchmark("fma_peak", fma_peak512)->Arg(1)->ArgName("threads")->Unit(benchmark::kMillisecond);
-  else if (simd::isa_available(simd::isa::avx2))
-    benchmark::RegisterBenchmark("fma_peak", fma_peak256)->Arg(1)->ArgName("threads")->Unit(benchmark::kMillisecond);
-#endif
+  if (minifloat_bench::fma_peak_available())
+    benchmark::RegisterBenchmark("fma_peak", minifloat_bench::fma_peak_benchmark)->Arg(1)->ArgName("threads")->Unit(benchmark::kMillisecond);
   return 0;
 }();
 

@@ -8,34 +8,48 @@
 //   gemm_avx2/<recipe>/...              the same capped at simd::isa::avx2 (the 6 x 16 fp32 kernel)
 //   gemm_avx512_fp32/<recipe>/...       AVX-512, gemm_microkernel::fp32_fma (12 x 32 zmm FMAs)
 //   gemm_bf16/<recipe>/...              AVX-512, gemm_microkernel::bf16_dot (12 x 32 vdpbf16ps)
-//   sgemm/<size>/threads:<t>            cblas_sgemm(RowMajor, NoTrans, Trans) on the same values
+//   sgemm/<size>/threads:<t>            cblas_sgemm(RowMajor, NoTrans, Trans) on the same values; label:
+//                                       the OpenBLAS core that ran it (openblas_get_corename())
+//   sgemm_tuned/<size>/threads:<t>      only where that core is a generic fallback (Prescott, ...) on a
+//                                       CPU with AVX-512 or AVX2: the same call on a second copy of
+//                                       OpenBLAS loaded with OPENBLAS_CORETYPE=SKYLAKEX / HASWELL,
+//                                       its result checked against the default's first
+//                                       (openblas_baseline.hpp; counter check = worst |diff| / bound)
 //   gemv/<recipe>/<N>/threads:<t>       1 x 4096 x N, B (N, K)
 //   sgemv/<N>/threads:<t>               cblas_sgemv(RowMajor, NoTrans) on W (N, K)
+//   sgemv_tuned/<N>/threads:<t>         as sgemm_tuned
 //   gemv_packed/<recipe>/<N>/threads:<t>  1 x 4096 x N, B packed once (packed_weights, outside the
 //                                       timing loop, as inference packs weights at load time)
 //   gemv_packed_avx2/<recipe>/...       the same with simd::isa::avx2 (HiF8 also has an AVX-512 path)
-// Counter GFLOP/s = 2 M N K per second. Each benchmark repeats (--benchmark_repetitions, default
-// 3 here) and reports a "best" aggregate (fastest repetition): the machine this was written on
-// is shared, and the best of a few runs is the least disturbed one, for OpenBLAS and us alike.
+// Counter GFLOP/s = 2 M N K per second. Every GEMM row (gemm*, sgemm*) also carries
+// fma_peak_gflops, the measured fp32 FMA roof of one core (fma_peak.hpp), and peak_fraction, its
+// GFLOP/s over threads x that roof. The benchmark context names the OpenBLAS core (openblas_core)
+// and, where it is a fallback, what the tuned rows run (openblas_baseline). Each benchmark
+// repeats (--benchmark_repetitions, default 3 here) and reports a "best" aggregate (fastest
+// repetition): the machine this was written on is shared, and the best of a few runs is the
+// least disturbed one, for OpenBLAS and us alike.
 #include <benchmark/benchmark.h>
-#include <cblas.h>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include <minifloat/gemm/gemm.hpp>
 
-extern "C" void openblas_set_num_threads(int num_threads);
+#include "fma_peak.hpp"
+#include "openblas_baseline.hpp"
 
 namespace {
 
 using namespace minifloat;
+namespace blas = minifloat_bench::openblas;
 
 std::vector<float> random_values(std::size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -117,20 +131,51 @@ void bm_gemm(benchmark::State& state, std::size_t r, const variant& v) {
     benchmark::DoNotOptimize(c.data());
   }
   set_flops(state, static_cast<double>(s), static_cast<double>(s), static_cast<double>(s));
+  minifloat_bench::add_fma_peak_counters(state, 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s),
+                                         static_cast<int>(state.range(1)));
 }
 
-void bm_sgemm(benchmark::State& state) {
+/// The tuned copy's result against the default library's on the row's own operands, once per
+/// shape (the first row of a shape pays for it, outside the timing loop). False: the row is skipped.
+bool tuned_agrees(benchmark::State& state, const char* what, std::size_t key, const blas::library& lib,
+                  blas::check_result (*run)(const blas::library&, const blas::library&, std::size_t)) {
+  static std::map<std::pair<std::string, std::size_t>, blas::check_result> done;
+  auto it = done.find({what, key});
+  if (it == done.end()) {
+    const blas::library& ref = blas::probe().default_lib;
+    ref.set_num_threads(2), lib.set_num_threads(2);
+    it = done.emplace(std::pair<std::string, std::size_t>{what, key}, run(ref, lib, key)).first;
+  }
+  state.counters["check"] = it->second.worst;
+  if (!it->second.ok) {
+    state.SkipWithError((std::string(what) + ": the tuned OpenBLAS copy's result differs from the default's by " +
+                         std::to_string(it->second.worst) + " x the rounding bound (expected <= 1)")
+                            .c_str());
+    return false;
+  }
+  return true;
+}
+
+void bm_sgemm(benchmark::State& state, const blas::library& lib, bool tuned_copy) {
   const auto s = static_cast<std::size_t>(state.range(0));
   const auto& o = get(0, s, s, s);
-  std::vector<float> c(s * s);
-  openblas_set_num_threads(static_cast<int>(state.range(1)));
   const int n = static_cast<int>(s);
+  if (tuned_copy && !tuned_agrees(state, "sgemm", s, lib, [](const blas::library& r, const blas::library& t, std::size_t sz) {
+        const auto& op = get(0, sz, sz, sz);
+        const int d = static_cast<int>(sz);
+        return blas::check_sgemm(r, t, d, d, d, op.a32.data(), op.b32.data());
+      }))
+    return;
+  std::vector<float> c(s * s);
+  lib.set_num_threads(static_cast<int>(state.range(1)));
   for (auto _ : state) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, o.a32.data(), n, o.b32.data(), n, 0.0f,
-                c.data(), n);
+    lib.sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, n, 1.0f, o.a32.data(), n, o.b32.data(), n, 0.0f, c.data(), n);
     benchmark::DoNotOptimize(c.data());
   }
+  state.SetLabel(blas::label(lib, tuned_copy));
   set_flops(state, static_cast<double>(s), static_cast<double>(s), static_cast<double>(s));
+  minifloat_bench::add_fma_peak_counters(state, 2.0 * static_cast<double>(s) * static_cast<double>(s) * static_cast<double>(s),
+                                         static_cast<int>(state.range(1)));
 }
 
 constexpr std::size_t gemv_k = 4096;
@@ -166,16 +211,22 @@ void bm_gemv_packed(benchmark::State& state, std::size_t r, simd::isa isa) {
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(w.storage_bytes()));
 }
 
-void bm_sgemv(benchmark::State& state) {
+void bm_sgemv(benchmark::State& state, const blas::library& lib, bool tuned_copy) {
   const auto n = static_cast<std::size_t>(state.range(0));
   const auto& o = get(0, 1, n, gemv_k);
+  if (tuned_copy && !tuned_agrees(state, "sgemv", n, lib, [](const blas::library& r, const blas::library& t, std::size_t rows) {
+        const auto& op = get(0, 1, rows, gemv_k);
+        return blas::check_sgemv(r, t, static_cast<int>(rows), static_cast<int>(gemv_k), op.b32.data(), op.a32.data());
+      }))
+    return;
   std::vector<float> c(n);
-  openblas_set_num_threads(static_cast<int>(state.range(1)));
+  lib.set_num_threads(static_cast<int>(state.range(1)));
   for (auto _ : state) {
-    cblas_sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(gemv_k), 1.0f, o.b32.data(),
-                static_cast<int>(gemv_k), o.a32.data(), 1, 0.0f, c.data(), 1);
+    lib.sgemv(CblasRowMajor, CblasNoTrans, static_cast<int>(n), static_cast<int>(gemv_k), 1.0f, o.b32.data(),
+              static_cast<int>(gemv_k), o.a32.data(), 1, 0.0f, c.data(), 1);
     benchmark::DoNotOptimize(c.data());
   }
+  state.SetLabel(blas::label(lib, tuned_copy));
   set_flops(state, 1.0, static_cast<double>(n), static_cast<double>(gemv_k));
   state.SetBytesProcessed(state.iterations() * static_cast<std::int64_t>(n * gemv_k * 4));
 }
@@ -206,7 +257,13 @@ void gemv_args(benchmark::internal::Benchmark* b) {
 }
 
 const bool registered = [] {
-  benchmark::RegisterBenchmark("sgemm", bm_sgemm)->Apply(gemm_args);
+  const blas::baseline& ob = blas::probe();
+  benchmark::AddCustomContext("openblas_core", ob.default_core);
+  benchmark::AddCustomContext("openblas_baseline", ob.note);
+  if (ob.fallback) std::fprintf(stderr, "bench gemm: %s\n", ob.note.c_str());
+  benchmark::RegisterBenchmark("sgemm", [&ob](benchmark::State& st) { bm_sgemm(st, ob.default_lib, false); })->Apply(gemm_args);
+  if (ob.tuned)
+    benchmark::RegisterBenchmark("sgemm_tuned", [&ob](benchmark::State& st) { bm_sgemm(st, *ob.tuned, true); })->Apply(gemm_args);
   for (const variant& v : variants) {
     // The AVX-512 rows need the CPU to run that level; elsewhere they would only repeat the others.
     if (v.isa != simd::isa::automatic && !simd::isa_available(v.isa)) continue;
@@ -215,7 +272,9 @@ const bool registered = [] {
                                    [r, &v](benchmark::State& st) { bm_gemm(st, r, v); })
           ->Apply(v.isa == simd::isa::automatic ? gemm_args : gemm_args_large);
   }
-  benchmark::RegisterBenchmark("sgemv", bm_sgemv)->Apply(gemv_args);
+  benchmark::RegisterBenchmark("sgemv", [&ob](benchmark::State& st) { bm_sgemv(st, ob.default_lib, false); })->Apply(gemv_args);
+  if (ob.tuned)
+    benchmark::RegisterBenchmark("sgemv_tuned", [&ob](benchmark::State& st) { bm_sgemv(st, *ob.tuned, true); })->Apply(gemv_args);
   for (const std::size_t r : {std::size_t{0}, std::size_t{1}, std::size_t{3}, std::size_t{4}})
     benchmark::RegisterBenchmark((std::string("gemv/") + recipes[r].name).c_str(),
                                  [r](benchmark::State& st) { bm_gemv(st, r); })
