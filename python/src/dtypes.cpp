@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
 #include <thread>
@@ -138,8 +139,12 @@ PyObject* scalar_new(PyTypeObject* type, PyObject* args, PyObject* kwds) {
     Py_INCREF(arg);
     return arg;
   }
-  if (PyArray_Check(arg) && PyArray_NDIM(reinterpret_cast<PyArrayObject*>(arg)) > 0)
+  if (PyArray_Check(arg) && PyArray_NDIM(reinterpret_cast<PyArrayObject*>(arg)) > 0) {
+    // PyArray_CastToType steals a reference to the descriptor: give it one of its own, or every
+    // call would drain the static descriptor's count until numpy frees it.
+    Py_INCREF(dtype_slot<T>::descr);
     return PyArray_CastToType(reinterpret_cast<PyArrayObject*>(arg), dtype_slot<T>::descr, 0);
+  }
   if (PyUnicode_Check(arg) || PyBytes_Check(arg)) {
     PyObject* f = PyFloat_FromString(arg);
     if (f == nullptr) return nullptr;
@@ -185,6 +190,14 @@ int scalar_bool(PyObject* self) {
 
 template <class T>
 Py_hash_t scalar_hash(PyObject* self) {
+  // Python hashes a NaN float by the identity of the object holding it; hashing a temporary float
+  // would give a different hash on every call. Hash a NaN scalar by its own identity, as numpy's
+  // floating scalars do, so it stays usable as a dict key or set member.
+  if (std::isnan(value_of<T>(code_of<T>(self)))) {
+    const auto p = reinterpret_cast<std::uintptr_t>(self);
+    auto h = static_cast<Py_hash_t>((p >> 4) | (p << (8 * sizeof(p) - 4)));  // low bits are alignment
+    return h == -1 ? -2 : h;
+  }
   PyObject* f = scalar_float<T>(self);
   if (f == nullptr) return -1;
   const Py_hash_t h = PyObject_Hash(f);
