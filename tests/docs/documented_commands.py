@@ -542,6 +542,8 @@ RUN = {
     'minifloat encode FORMAT IN.npy OUT.npy [--round MODE] [--saturate] [--seed N] [--input bfloat16]': check_encode_decode,
     'minifloat decode FORMAT IN.npy OUT.npy': check_encode_decode,
     README_QUANTIZE: check_quantize,
+    # docs/formats/mx.md, 2-D MX tiles: check_quantize runs it on a 40x70 tensor (grid 2x3)
+    'minifloat quantize IN OUT --format F --granularity mx --block 32x32': check_quantize,
     'minifloat analyze PATH... [--schemes LIST] [--json FILE] [--csv FILE] [--svg DIR]': check_analyze_paths,
     'minifloat analyze DIR --schemes hifloat8/tensor/n-guard=9,mxfp8_e4m3/scale-rule=rceil --json r.json --svg plots/':
         check_analyze_readme,
