@@ -208,6 +208,11 @@ def make_fixtures(d):
     big = np.ones((2, 32))
     big[1, 3] = 1e300
     save("big64_2d.npy", big)
+    # finite A and B whose exact product lies beyond float32 (3e38 * 2)
+    ga = np.zeros((2, 8), np.float32)
+    ga[0, 5] = 3e38
+    save("gemm_huge_a.npy", ga)
+    save("gemm_twos_b.npy", np.full((3, 8), 2.0, np.float32))
     save("big64_3d.npy", big.reshape(1, 2, 32))
     # MX blocks holding NaN / Inf: (2, 64), block (0, 0:32) has a NaN, block (1, 32:64) an Inf
     m = rng.standard_normal((2, 64)).astype(np.float32)
@@ -436,7 +441,7 @@ def catalogue():
     add(u, "encode-seed-without-stochastic", ["encode", "hifloat8", "{F}/x.npy", "{W}/o.npy", "--seed", "3"], 2,
         "--seed is only used with --round stochastic")
     add(u, "encode-seed-not-integer", ["encode", "hifloat8", "{F}/x.npy", "{W}/o.npy", "--round", "stochastic",
-                                       "--seed", "x1"], 2, "--seed must be an integer, got 'x1'")
+                                       "--seed", "x1"], 2, "--seed must be an integer from 0 to 18446744073709551615, got 'x1'")
     add(u, "encode-seed-negative", ["encode", "hifloat8", "{F}/x.npy", "{W}/o.npy", "--round", "stochastic",
                                     "--seed", "-1"], 2, "--seed must be an integer")
     add(u, "encode-seed-overflow", ["encode", "hifloat8", "{F}/x.npy", "{W}/o.npy", "--round", "stochastic",
@@ -874,8 +879,8 @@ def catalogue():
     A3 = ["attention", "{F}/x3d.npy", "{F}/x3d.npy", "{F}/x3d.npy"]
     add(u, "gemm-unknown-option", G + ["{W}/o.npy"] + GS + ["--bogus"], 2, "unknown option --bogus")
     add(u, "gemm-no-a-scheme", G + ["{W}/o.npy", "--b-scheme", "mxfp4"], 2, "--a-scheme is required")
-    add(u, "gemm-threads-negative", G + ["{W}/o.npy"] + GS + ["--threads", "-1"], 2, "--threads must be an integer")
-    add(u, "gemm-threads-huge", G + ["{W}/o.npy"] + GS + ["--threads", "5000"], 2, "--threads must be from 0 to 4096")
+    add(u, "gemm-threads-negative", G + ["{W}/o.npy"] + GS + ["--threads", "-1"], 2, "--threads must be an integer from 0 to 4096, got '-1'")
+    add(u, "gemm-threads-huge", G + ["{W}/o.npy"] + GS + ["--threads", "5000"], 2, "--threads must be an integer from 0 to 4096, got '5000'")
     add(u, "gemm-a-scheme-n-guard-38", G + ["{W}/o.npy", "--a-scheme", "hifloat8/tensor/n-guard=38", "--b-scheme",
                                             "mxfp4"], 2, "every value would flush to zero")
     add(u, "gemm-b-scheme-mx-round", G + ["{W}/o.npy", "--a-scheme", "mxfp4", "--b-scheme", "mxfp8_e4m3/round=upward"],
@@ -892,7 +897,7 @@ def catalogue():
     add(u, "attention-p-scale-nan", A3 + ["{W}/o.npy", "--p-format", "float8_e4m3fn", "--p-scale", "nan"], 2,
         "--p-scale nan")
     add(u, "attention-threads-text", A3 + ["{W}/o.npy", "--path", "fast", "--threads", "two"], 2,
-        "--threads must be an integer, got 'two'")
+        "--threads must be an integer from 0 to 4096, got 'two'")
     add(u, "attention-rotation-seed-negative", A3 + ["{W}/o.npy", "--hadamard", "--rotation-seed", "-3"], 2,
         "--rotation-seed must be an integer")
     add(u, "attention-causal-value", A3 + ["{W}/o.npy", "--causal=1"], 2, "option --causal takes no value")
@@ -923,6 +928,23 @@ def catalogue():
         check=all_checks(npy_check("o.npy", shape=(2, 3, 70), dtype="float32"), npy_check("s.npy", shape=(2, 3, 2))))
     add(w, "gemm-dev-full", G + ["{FULL}"] + GS, 1, "No space left on device")
     add(w, "gemm-writes", G + ["{W}/o.npy"] + GS, 0, "", check=npy_check("o.npy", shape=(6, 6), dtype="float32"))
+    for order in ("exact", "fast"):
+        add(f, "gemm-exact-result-overflows-" + order, ["gemm", "{F}/gemm_huge_a.npy", "{F}/gemm_twos_b.npy", "{W}/o.npy",
+                                                        "--a-scheme", "hifloat8/tensor", "--b-scheme",
+                                                        "float8_e4m3fn/channel", "--order", order], 1,
+            "OUT[0, 0] of finite A and B is inf")
+    for flag in ("causal", "hadamard"):
+        add(u, "attention-flag-twice-" + flag, A3 + ["{W}/o.npy", "--" + flag, "--" + flag], 2,
+            "option --%s given twice" % flag)
+    add(u, "quantize-quiet-twice", QE + ["--granularity", "tensor", "--quiet", "--quiet"], 2,
+        "option --quiet given twice")
+    add(u, "attention-fast-v-mx-along-d", A3 + ["{W}/o.npy", "--v-scheme", "mxfp8_e4m3", "--path", "fast"], 2,
+        "puts MX blocks along d")
+    # FLT_MAX spelt with float32's shortest digits is FLT_MAX, not a double just above it
+    add(w, "attention-softmax-scale-flt-max-digits", A3 + ["{W}/o.npy", "--softmax-scale", "3.4028235e38"], 0, "",
+        check=npy_check("o.npy", shape=(2, 3, 70), dtype="float32"))
+    add(u, "attention-p-scale-flt-max-digits", A3 + ["{W}/o.npy", "--p-format", "float8_e4m3fn", "--p-scale",
+                                                     "3.5e38"], 2, "--p-scale 3.5e38 is not a positive normal float32")
     add(f, "gemm-float64-overflow", ["gemm", "{F}/big64_2d.npy", "{F}/big64_2d.npy", "{W}/o.npy"] + GS, 1,
         "float64 value 1e+300 at element 35 does not fit float32")
     add(f, "attention-float64-overflow", ["attention", "{F}/big64_3d.npy", "{F}/big64_3d.npy", "{F}/big64_3d.npy",

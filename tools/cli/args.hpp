@@ -38,7 +38,8 @@ Int parse_integer(std::string_view text, std::string_view what) {
   Int v{};
   auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
   if (ec != std::errc{} || p != text.data() + text.size())
-    throw usage_error(std::string(what) + " must be an integer, got '" + std::string(text) + "'");
+    throw usage_error(std::string(what) + " must be an integer from " + std::to_string(std::numeric_limits<Int>::min()) +
+                      " to " + std::to_string(std::numeric_limits<Int>::max()) + ", got '" + std::string(text) + "'");
   return v;
 }
 
@@ -53,10 +54,11 @@ inline double parse_number(std::string_view text, std::string_view what) {
 /// An integer option's value as Int, in [lo, hi]; usage_error naming the option and the value.
 template <class Int>
 Int parse_integer_in(std::string_view text, std::string_view what, Int lo, Int hi) {
-  const Int v = parse_integer<Int>(text, what);
-  if (v < lo || v > hi)
-    throw usage_error(std::string(what) + " must be from " + std::to_string(lo) + " to " + std::to_string(hi) +
-                      ", got " + std::string(text));
+  Int v{};
+  auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc{} || p != text.data() + text.size() || v < lo || v > hi)
+    throw usage_error(std::string(what) + " must be an integer from " + std::to_string(lo) + " to " + std::to_string(hi) +
+                      ", got '" + std::string(text) + "'");
   return v;
 }
 
@@ -143,6 +145,9 @@ class args {
     } catch (const CLI::Error& e) {
       throw usage_error(std::string(e.what()) + "; usage: " + usage_);
     }
+    for (const auto& [name, set] : flags_)  // CLI11 counts a repeated flag; the tool's rule is once
+      if (const CLI::Option* o = app_.get_option_no_throw("--" + name); o != nullptr && o->count() > 1)
+        throw usage_error("option --" + name + " given twice");
     for (const std::string& r : app_.remaining())
       if (r.size() > 1 && r[0] == '-') throw usage_error("unknown option " + r);
     if (!app_.remaining().empty()) throw usage_error("unexpected argument '" + app_.remaining().front() + "'; usage: " + usage_);

@@ -100,8 +100,9 @@ attention_request parse_attention(const argv_t& argv) {
   }
   if (auto x = a.get("p-scale")) {
     if (!r.p.format) throw usage_error("--p-scale needs --p-format");
-    const double ps = parse_number(*x, "--p-scale");
-    // X divides P~ in [0, 1]: below the smallest normal float32 the quotient overflows.
+    // Judged as the float32 it becomes (3.4028235e38 is FLT_MAX): X divides P~ in [0, 1], and
+    // below the smallest normal float32 the quotient overflows.
+    const double ps = static_cast<float>(parse_number(*x, "--p-scale"));
     if (!(ps >= static_cast<double>(std::numeric_limits<float>::min())) ||
         !(ps <= static_cast<double>(std::numeric_limits<float>::max())))
       throw usage_error("--p-scale " + *x + " is not a positive normal float32; expected a number from 1.17549435e-38 to "
@@ -115,7 +116,9 @@ attention_request parse_attention(const argv_t& argv) {
   }
   attention_options& opt = req.opt;
   opt.mask = a.flag("causal") ? mask_kind::causal : mask_kind::none;
-  if (auto x = a.get("softmax-scale")) opt.softmax_scale = parse_float32_number(*x, "--softmax-scale");
+  // the float32 the option names (3.4028235e38 is FLT_MAX, not a double just above it)
+  if (auto x = a.get("softmax-scale"))
+    opt.softmax_scale = static_cast<float>(parse_float32_number(*x, "--softmax-scale"));
   if (auto x = a.get("threads")) opt.threads = parse_integer<unsigned>(*x, "--threads");
   if (auto x = a.get("isa"); x && !simd::parse_isa(*x, opt.isa))
     throw usage_error("unknown --isa '" + *x + "'; expected automatic, scalar, avx2, avx512 or neon");
@@ -127,6 +130,15 @@ attention_request parse_attention(const argv_t& argv) {
   const std::string path = a.get_or("path", "reference");
   if (path != "reference" && path != "fast") throw usage_error("--path must be reference or fast, got '" + path + "'");
   req.fast = path == "fast";
+  if (req.fast) {
+    // what the fast path cannot run is a bad command line, known before any file is read
+    try {
+      minifloat::attention::detail::check_fast_operand(r.k, "K", 1);
+      minifloat::attention::detail::check_fast_operand(r.v, "V", 0);
+    } catch (const std::exception& e) {
+      throw usage_error(terminal_text(e.what()));
+    }
+  }
   for (std::size_t i = 0; i < 4; ++i) req.paths[i] = a.positional()[i];
   req.stats = a.get("stats");
   if (req.stats && req.stats->empty()) throw usage_error("--stats is empty; expected --stats M_L.npy");

@@ -6,7 +6,9 @@
 #include <minifloat/gemm/gemm.hpp>
 #include <minifloat/quant/scheme_string.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -97,6 +99,19 @@ int cmd_gemm(const argv_t& argv) {
   else
     gemm_reference(qa.view(), qb.view(), r.layout, {}, out,
                    r.order == "exact" ? gemm_accumulation::exact : gemm_accumulation::fp32_blocks);
+  // Finite A and B whose product leaves float32 (the exactly rounded sum is +-Inf) are refused
+  // like every finite input that would come back non-finite (docs/errors.md), not written.
+  const auto finite = [](const std::vector<float>& v) {
+    return std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+  };
+  if (const auto bad = std::find_if(out.begin(), out.end(), [](float x) { return !std::isfinite(x); });
+      bad != out.end() && finite(av) && finite(bv)) {
+    const auto i = static_cast<std::size_t>(bad - out.begin());
+    throw io_error("gemm: OUT[" + std::to_string(i / n) + ", " + std::to_string(i % n) + "] of finite A and B is " +
+                   (std::isnan(*bad) ? std::string("nan") : *bad > 0 ? std::string("inf") : std::string("-inf")) +
+                   ": the product's exact value lies beyond float32; expected inputs whose products and sums stay "
+                   "within +-3.40282347e+38 (scale A or B down)");
+  }
   const std::array<std::size_t, 2> shape{m, n};
   write_result(r.out, shape, out);
   return 0;
