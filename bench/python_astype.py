@@ -3,7 +3,7 @@
 same run (the issue 17 targets: float32 -> float8_e4m3fn >= 5x numpy's float32 -> float16, and
 decode likewise, at 64 Ki and 16 Mi elements).
 
-    PYTHONPATH=build/release/python /usr/bin/python3 bench/python_astype.py [--repeats 3] [--threads N]
+    PYTHONPATH=build/release/python /usr/bin/python3 bench/python_astype.py [--repeats 3] [--threads N] [--formats all]
 
 Prints one line per (size, conversion): G elements/s (median over repeats of the best of
 `inner` timed loops) and the ratio to numpy's float16 conversion in the same direction. With
@@ -38,7 +38,8 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--repeats", type=int, default=3, help="runs; the median is printed (default 3)")
     ap.add_argument("--threads", type=int, default=0, help="minifloat.set_num_threads (0: all hardware threads)")
-    ap.add_argument("--formats", default="float8_e4m3fn,hifloat8,float8_e5m2,float4_e2m1fn")
+    ap.add_argument("--formats", default="float8_e4m3fn,hifloat8,float8_e5m2,float4_e2m1fn",
+                    help="comma-separated dtype names, or 'all' (every minifloat dtype)")
     args = ap.parse_args()
     mf.set_num_threads(args.threads)
     print("minifloat %s, isa %s, threads %d, numpy %s, load %s" % (
@@ -50,7 +51,8 @@ def main():
         h = x.astype(np.float16)
         cases = [("numpy float32->float16", lambda: x.astype(np.float16), "enc"),
                  ("numpy float16->float32", lambda: h.astype(np.float32), "dec")]
-        for name in args.formats.split(","):
+        names = [f for f in mf.formats if f != "float16"] if args.formats == "all" else args.formats.split(",")
+        for name in names:
             y = x.astype(name)
             cases.append(("minifloat float32->%s" % name, (lambda name=name: x.astype(name)), "enc"))
             cases.append(("minifloat %s->float32" % name, (lambda y=y: y.astype(np.float32)), "dec"))

@@ -29,6 +29,11 @@ _FORMATS = (
     _ext.float6_e2m3fn,
     _ext.float4_e2m1fn,
     _ext.bfloat16,
+    _ext.float8_e4m3fnuz,
+    _ext.float8_e5m2fnuz,
+    _ext.float8_e4m3b11fnuz,
+    _ext.float8_e3m4,
+    _ext.float8_e4m3,
 )
 
 
@@ -42,6 +47,11 @@ def _exponent_bits(name):
         "float6_e2m3fn": 2,
         "float4_e2m1fn": 2,
         "bfloat16": 8,
+        "float8_e4m3fnuz": 4,
+        "float8_e5m2fnuz": 5,
+        "float8_e4m3b11fnuz": 4,
+        "float8_e3m4": 3,
+        "float8_e4m3": 4,
     }[name]
 
 

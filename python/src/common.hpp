@@ -38,7 +38,8 @@ namespace py = pybind11;
 
 /// The formats that get a numpy dtype of their own (float16 is numpy's own np.float16).
 using dtype_formats = std::tuple<hifloat8, float8_e4m3fn, float8_e5m2, float8_e8m0fnu, float6_e3m2fn,
-                                 float6_e2m3fn, float4_e2m1fn, bfloat16>;
+                                 float6_e2m3fn, float4_e2m1fn, bfloat16, float8_e4m3fnuz, float8_e5m2fnuz,
+                                 float8_e4m3b11fnuz, float8_e3m4, float8_e4m3>;
 
 template <class T>
 using code_t = typename T::storage_type;

@@ -9,7 +9,10 @@ PY=${PYTHON:-/usr/bin/python3}  # Debian python3-numpy lives there, not in a pye
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
 # formats: one name per line
-[ "$("$MF" formats | wc -l)" -eq 9 ] || fail "formats should list 9 names"
+[ "$("$MF" formats | wc -l)" -eq 14 ] || fail "formats should list 14 names"
+for f in float8_e4m3fnuz float8_e5m2fnuz float8_e4m3b11fnuz float8_e3m4 float8_e4m3; do
+  "$MF" formats | grep -qx "$f" || fail "formats lacks $f"
+done
 "$MF" formats | grep -qx hifloat8 || fail "formats lacks hifloat8"
 
 # table: CSV header + one row per code
@@ -20,6 +23,12 @@ grep -qx "110,0x6e,32768,normal" "$T/h.csv" || fail "hifloat8 max row"
 grep -qx "111,0x6f,inf,infinite" "$T/h.csv" || fail "hifloat8 inf row"
 grep -qx "128,0x80,nan,nan" "$T/h.csv" || fail "hifloat8 nan row"
 [ "$("$MF" table float4_e2m1fn | wc -l)" -eq 17 ] || fail "e2m1 table rows"
+# the fnuz formats: code 0x80 is the one NaN (no -0); e3m4 has Inf at 0x70
+"$MF" table float8_e4m3fnuz > "$T/fnuz.csv"
+[ "$(wc -l < "$T/fnuz.csv")" -eq 257 ] || fail "e4m3fnuz table rows"
+[ "$(grep -ci ',nan' "$T/fnuz.csv")" -eq 1 ] || fail "e4m3fnuz: exactly one NaN code"
+grep -i '^128,0x80,.*,nan$' "$T/fnuz.csv" > /dev/null || fail "e4m3fnuz: 0x80 is NaN"
+grep -i '^112,0x70,inf' <("$MF" table float8_e3m4) > /dev/null || fail "e3m4: 0x70 is Inf"
 
 "$PY" - "$T" <<'PY'
 import numpy as np, sys

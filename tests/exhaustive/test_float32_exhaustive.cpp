@@ -113,3 +113,24 @@ TEST_CASE("float32 exhaustive: float8_e8m0fnu", "[.exhaustive]") {
 }
 TEST_CASE("float32 exhaustive: bfloat16", "[.exhaustive]") { sweep_all_float32<bfloat16>({}); }
 TEST_CASE("float32 exhaustive: float16", "[.exhaustive]") { sweep_all_float32<float16>({}); }
+// The ml_dtypes float8 variants: default (non-saturating: NaN for fnuz, Inf for e3m4/e4m3) and saturating.
+TEST_CASE("float32 exhaustive: float8_e4m3fnuz", "[.exhaustive]") { sweep_all_float32<float8_e4m3fnuz>({}); }
+TEST_CASE("float32 exhaustive: float8_e4m3fnuz saturating", "[.exhaustive]") {
+  sweep_all_float32<float8_e4m3fnuz>(kSaturating);
+}
+TEST_CASE("float32 exhaustive: float8_e5m2fnuz", "[.exhaustive]") { sweep_all_float32<float8_e5m2fnuz>({}); }
+TEST_CASE("float32 exhaustive: float8_e5m2fnuz saturating", "[.exhaustive]") {
+  sweep_all_float32<float8_e5m2fnuz>(kSaturating);
+}
+TEST_CASE("float32 exhaustive: float8_e4m3b11fnuz", "[.exhaustive]") { sweep_all_float32<float8_e4m3b11fnuz>({}); }
+TEST_CASE("float32 exhaustive: float8_e4m3b11fnuz saturating", "[.exhaustive]") {
+  sweep_all_float32<float8_e4m3b11fnuz>(kSaturating);
+}
+TEST_CASE("float32 exhaustive: float8_e3m4", "[.exhaustive]") { sweep_all_float32<float8_e3m4>({}); }
+TEST_CASE("float32 exhaustive: float8_e3m4 saturating", "[.exhaustive]") {
+  sweep_all_float32<float8_e3m4>(kSaturating);
+}
+TEST_CASE("float32 exhaustive: float8_e4m3", "[.exhaustive]") { sweep_all_float32<float8_e4m3>({}); }
+TEST_CASE("float32 exhaustive: float8_e4m3 saturating", "[.exhaustive]") {
+  sweep_all_float32<float8_e4m3>(kSaturating);
+}

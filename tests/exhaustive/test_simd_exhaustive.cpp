@@ -266,3 +266,24 @@ TEST_CASE("SIMD exhaustive avx512: float8_e8m0fnu", "[.exhaustive][simd][avx512]
 }
 TEST_CASE("SIMD exhaustive avx512: bfloat16", "[.exhaustive][simd][avx512]") { sweep_format<bfloat16>(k::isa::avx512); }
 TEST_CASE("SIMD exhaustive avx512: float16", "[.exhaustive][simd][avx512]") { sweep_format<float16>(k::isa::avx512); }
+
+TEST_CASE("SIMD exhaustive: float8_e4m3fnuz", "[.exhaustive][simd]") { sweep_format<float8_e4m3fnuz>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive avx512: float8_e4m3fnuz", "[.exhaustive][simd][avx512]") {
+  sweep_format<float8_e4m3fnuz>(k::isa::avx512);
+}
+TEST_CASE("SIMD exhaustive: float8_e5m2fnuz", "[.exhaustive][simd]") { sweep_format<float8_e5m2fnuz>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive avx512: float8_e5m2fnuz", "[.exhaustive][simd][avx512]") {
+  sweep_format<float8_e5m2fnuz>(k::isa::avx512);
+}
+TEST_CASE("SIMD exhaustive: float8_e4m3b11fnuz", "[.exhaustive][simd]") { sweep_format<float8_e4m3b11fnuz>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive avx512: float8_e4m3b11fnuz", "[.exhaustive][simd][avx512]") {
+  sweep_format<float8_e4m3b11fnuz>(k::isa::avx512);
+}
+TEST_CASE("SIMD exhaustive: float8_e3m4", "[.exhaustive][simd]") { sweep_format<float8_e3m4>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive avx512: float8_e3m4", "[.exhaustive][simd][avx512]") {
+  sweep_format<float8_e3m4>(k::isa::avx512);
+}
+TEST_CASE("SIMD exhaustive: float8_e4m3", "[.exhaustive][simd]") { sweep_format<float8_e4m3>(k::isa::avx2); }
+TEST_CASE("SIMD exhaustive avx512: float8_e4m3", "[.exhaustive][simd][avx512]") {
+  sweep_format<float8_e4m3>(k::isa::avx512);
+}

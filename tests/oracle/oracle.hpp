@@ -44,7 +44,8 @@ using minifloat::overflow;
 using minifloat::rounding;
 
 enum class family : std::uint8_t { hifloat8, exmy };
-enum class specials : std::uint8_t { none, nan_only, ieee };
+// fnuz: the negative-zero code is the one NaN; no Inf, no -0.
+enum class specials : std::uint8_t { none, nan_only, ieee, fnuz };
 
 /// Everything the oracle knows about a format, written out by hand from the spec documents.
 struct format_info {
@@ -124,6 +125,31 @@ constexpr format_info info_of() {
     f.bits = 16; f.ebits = 5; f.mbits = 10; f.bias = 15; f.sp = specials::ieee;
     f.nan_code = 0x7E00; f.pos_inf = 0x7C00; f.neg_inf = 0xFC00;
     f.max = 65504.0; f.would_be = 65536.0; f.would_be_code = 0x7C00;
+  } else if constexpr (std::is_same_v<T, float8_e4m3fnuz>) {
+    // S.EEEE.MMM bias 8, NaN = 0x80 (the -0 code), no Inf, max 0x7F = 240, would-be 256 = 0x80.
+    f.ebits = 4; f.mbits = 3; f.bias = 8; f.sp = specials::fnuz; f.has_signed_zero = false;
+    f.nan_code = 0x80;
+    f.max = 240.0; f.would_be = 256.0; f.would_be_code = 0x80;
+  } else if constexpr (std::is_same_v<T, float8_e5m2fnuz>) {
+    // S.EEEEE.MM bias 16, NaN = 0x80, max 0x7F = 57344, would-be 2^16.
+    f.ebits = 5; f.mbits = 2; f.bias = 16; f.sp = specials::fnuz; f.has_signed_zero = false;
+    f.nan_code = 0x80;
+    f.max = 57344.0; f.would_be = 65536.0; f.would_be_code = 0x80;
+  } else if constexpr (std::is_same_v<T, float8_e4m3b11fnuz>) {
+    // S.EEEE.MMM bias 11, NaN = 0x80, max 0x7F = 30, would-be 32.
+    f.ebits = 4; f.mbits = 3; f.bias = 11; f.sp = specials::fnuz; f.has_signed_zero = false;
+    f.nan_code = 0x80;
+    f.max = 30.0; f.would_be = 32.0; f.would_be_code = 0x80;
+  } else if constexpr (std::is_same_v<T, float8_e3m4>) {
+    // S.EEE.MMMM bias 3, IEEE specials (Inf 0x70), max 0x6F = 15.5, would-be 16 = Inf.
+    f.ebits = 3; f.mbits = 4; f.bias = 3; f.sp = specials::ieee;
+    f.nan_code = 0x78; f.pos_inf = 0x70; f.neg_inf = 0xF0;
+    f.max = 15.5; f.would_be = 16.0; f.would_be_code = 0x70;
+  } else if constexpr (std::is_same_v<T, float8_e4m3>) {
+    // S.EEEE.MMM bias 7, IEEE specials (Inf 0x78), max 0x77 = 240, would-be 256 = Inf.
+    f.ebits = 4; f.mbits = 3; f.bias = 7; f.sp = specials::ieee;
+    f.nan_code = 0x7C; f.pos_inf = 0x78; f.neg_inf = 0xF8;
+    f.max = 240.0; f.would_be = 256.0; f.would_be_code = 0x78;
   } else {
     static_assert(!sizeof(T), "oracle: unknown format");
   }
@@ -177,6 +203,7 @@ inline double decode_exmy(const format_info& f, std::uint32_t code) {
   const double sign = s ? -1.0 : 1.0;
   if (f.sp == specials::ieee && e == emask) return m == 0 ? sign * infinity : quiet_nan;
   if (f.sp == specials::nan_only && e == emask && m == mmask) return quiet_nan;
+  if (f.sp == specials::fnuz && s && e == 0 && m == 0) return quiet_nan;
   if (f.has_zero && e == 0)  // zero and subnormals: 0.M * 2^(1 - bias)
     return sign * std::ldexp(static_cast<double>(m), 1 - f.bias - f.mbits);
   return sign * std::ldexp(static_cast<double>((1U << f.mbits) + m),
@@ -269,7 +296,8 @@ typename T::storage_type oracle_encode(double x, conversion c = {}, std::uint32_
   const auto overflowed = [&]() -> code_t {
     if (saturating) return out(neg ? max_neg : max_pos);
     if (f.sp == specials::ieee) return out(neg ? f.neg_inf : f.pos_inf);
-    // NaN-only formats: E4M3 keeps the sign (0x7F / 0xFF); E8M0 only has 0xFF.
+    // NaN-only formats: E4M3 keeps the sign (0x7F / 0xFF); E8M0 only has 0xFF; fnuz has only 0x80.
+    if (f.sp == specials::fnuz) return out(f.nan_code);
     return out(f.is_signed && neg ? (f.nan_code | (1U << (f.bits - 1))) : f.nan_code);
   };
 

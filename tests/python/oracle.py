@@ -1,6 +1,7 @@
 """An independent Python oracle for the formats: decode from the bit layouts, encode by choosing
 between the two neighbouring values in exact rational arithmetic. Written from the format
-definitions (docs/formats/ocp_fp8.md, docs/formats/mx.md, docs/formats/hifloat8.md; the rounding
+definitions (docs/formats/ocp_fp8.md, docs/formats/mx.md, docs/formats/hifloat8.md,
+docs/formats/fp8_variants.md; the rounding
 rules of include/minifloat/core/policy.hpp), not from the C++ code, so the extension is checked
 against a second implementation.
 
@@ -143,6 +144,8 @@ def _exmy(name, e, m, bias, specials, signed=True, has_zero=True):
             v = math.inf if mf == 0 else math.nan
         elif specials == "nan_only" and mag == (1 << (e + m)) - 1:
             v = math.nan
+        elif specials == "fnuz" and c == sign_mask:  # the -0 code is the one NaN
+            v = math.nan
         elif ef == 0 and has_zero:
             v = math.ldexp(mf, 1 - bias - m)
         else:
@@ -157,6 +160,10 @@ def _exmy(name, e, m, bias, specials, signed=True, has_zero=True):
         max_code = (1 << (e + m)) - 2
         nan_code = (1 << (e + m)) - 1
         inf_code = None
+    elif specials == "fnuz":
+        max_code = (1 << (e + m)) - 1
+        nan_code = sign_mask
+        inf_code = None
     else:
         max_code = (1 << (e + m)) - 1
         nan_code = inf_code = None
@@ -164,7 +171,7 @@ def _exmy(name, e, m, bias, specials, signed=True, has_zero=True):
     return Format(name, bits, decode, signed=signed, has_zero=has_zero, has_inf=specials == "ieee",
                   has_nan=specials != "none", nan_code=nan_code, inf_code=inf_code, max_code=max_code,
                   top_step=Fraction(2) ** (max_exp - m), nearest="nearest_even",
-                  signed_zero=signed and has_zero, even_rule="code" if m > 0 else "up")
+                  signed_zero=signed and has_zero and specials != "fnuz", even_rule="code" if m > 0 else "up")
 
 
 def _hifloat8():
@@ -213,4 +220,9 @@ FORMATS = {
     "float4_e2m1fn": _exmy("float4_e2m1fn", 2, 1, 1, "none"),
     "bfloat16": _exmy("bfloat16", 8, 7, 127, "ieee"),
     "float16": _exmy("float16", 5, 10, 15, "ieee"),
+    "float8_e4m3fnuz": _exmy("float8_e4m3fnuz", 4, 3, 8, "fnuz"),
+    "float8_e5m2fnuz": _exmy("float8_e5m2fnuz", 5, 2, 16, "fnuz"),
+    "float8_e4m3b11fnuz": _exmy("float8_e4m3b11fnuz", 4, 3, 11, "fnuz"),
+    "float8_e3m4": _exmy("float8_e3m4", 3, 4, 3, "ieee"),
+    "float8_e4m3": _exmy("float8_e4m3", 4, 3, 7, "ieee"),
 }

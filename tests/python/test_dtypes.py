@@ -10,7 +10,8 @@ import minifloat as mf
 import oracle
 
 OWN = ["hifloat8", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float6_e3m2fn", "float6_e2m3fn",
-       "float4_e2m1fn", "bfloat16"]
+       "float4_e2m1fn", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3",
+       "bfloat16"]
 EIGHT_BIT = OWN[:-1]
 
 
@@ -293,6 +294,11 @@ FINFO = {
     "float4_e2m1fn": (4, 0.5, 6.0, 1.0, 0.5, 1, 2, 0, 3),
     "hifloat8": (8, 0.125, 32768.0, 2.0 ** -15, 2.0 ** -22, 3, 5, -15, 16),
     "bfloat16": (16, 2.0 ** -7, float.fromhex("0x1.FEp127"), 2.0 ** -126, 2.0 ** -133, 7, 8, -126, 128),
+    "float8_e4m3fnuz": (8, 2.0 ** -3, 240.0, 2.0 ** -7, 2.0 ** -10, 3, 4, -7, 8),
+    "float8_e5m2fnuz": (8, 2.0 ** -2, 57344.0, 2.0 ** -15, 2.0 ** -17, 2, 5, -15, 16),
+    "float8_e4m3b11fnuz": (8, 2.0 ** -3, 30.0, 2.0 ** -10, 2.0 ** -13, 3, 4, -10, 5),
+    "float8_e3m4": (8, 2.0 ** -4, 15.5, 2.0 ** -2, 2.0 ** -6, 4, 3, -2, 4),
+    "float8_e4m3": (8, 2.0 ** -3, 240.0, 2.0 ** -6, 2.0 ** -9, 3, 4, -6, 8),
 }
 
 

@@ -43,7 +43,8 @@ def test_package_layout():
     assert any(f.startswith("_minifloat.") and f.endswith(".so") for f in files)
     assert mf.__version__.count(".") == 2
     assert set(mf.formats) == {"hifloat8", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float6_e3m2fn",
-                               "float6_e2m3fn", "float4_e2m1fn", "bfloat16", "float16"}
+                               "float6_e2m3fn", "float4_e2m1fn", "bfloat16", "float16", "float8_e4m3fnuz",
+                               "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3"}
     assert mf.simd_isa() in mf.available_isas()
     mf.set_num_threads(1)
     assert mf.get_num_threads() == 1

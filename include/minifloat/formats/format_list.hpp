@@ -11,13 +11,16 @@
 #include "e8m0.hpp"
 #include "float16.hpp"
 #include "float8.hpp"
+#include "float8_variants.hpp"
 #include "hifloat8.hpp"
 #include "mx_elements.hpp"
 
 namespace minifloat {
 
+// New formats are appended: a format_id is its index here, and ids are written into files.
 using all_formats = std::tuple<hifloat8, float8_e4m3fn, float8_e5m2, float6_e3m2fn, float6_e2m3fn,
-                               float4_e2m1fn, float8_e8m0fnu, bfloat16, float16>;
+                               float4_e2m1fn, float8_e8m0fnu, bfloat16, float16, float8_e4m3fnuz,
+                               float8_e5m2fnuz, float8_e4m3b11fnuz, float8_e3m4, float8_e4m3>;
 
 template <class T>
 inline constexpr std::string_view format_name = T::spec::name;
@@ -55,7 +58,7 @@ constexpr bool visit_format(std::string_view name, F&& f) {
 #endif
 enum class format_id : std::uint8_t {
   hifloat8, float8_e4m3fn, float8_e5m2, float6_e3m2fn, float6_e2m3fn, float4_e2m1fn, float8_e8m0fnu,
-  bfloat16, float16
+  bfloat16, float16, float8_e4m3fnuz, float8_e5m2fnuz, float8_e4m3b11fnuz, float8_e3m4, float8_e4m3
 };
 #if defined(__GNUC__)
 #pragma GCC diagnostic pop

@@ -20,6 +20,8 @@ enum class nan_inf : std::uint8_t {
   ieee,      // exponent all ones: mantissa 0 is Inf, the rest NaN (E5M2, fp16, bf16)
   nan_only,  // only the all-ones magnitude is NaN, no Inf ("fn": E4M3FN, E8M0FNU)
   none,      // every code is finite (MX sub-byte elements E3M2, E2M3, E2M1)
+  fnuz,      // "finite, NaN, unsigned zero": the negative-zero code (sign bit, magnitude 0) is the one
+             // NaN, every other code is finite; there is no Inf and no -0 (E4M3FNUZ, E5M2FNUZ)
 };
 
 /// The layout of a sign/exponent/mantissa format. Written with designated initializers at
@@ -65,11 +67,13 @@ struct exmy_spec {
   static_assert(bits <= 16 && exponent_bits >= 1 && mantissa_bits >= 0);
   static_assert(L.has_zero || (mantissa_bits == 0 && !L.is_signed),
                 "only unsigned exponent-only scale formats may lack a zero");
+  static_assert(L.specials != nan_inf::fnuz || (L.is_signed && L.has_zero),
+                "the fnuz NaN is the negative-zero code: the format needs a sign and a zero");
 
   static constexpr int digits = mantissa_bits + 1;
   static constexpr bool has_inf = L.specials == nan_inf::ieee;
   static constexpr bool has_nan = L.specials != nan_inf::none;
-  static constexpr bool has_signed_zero = L.is_signed && L.has_zero;
+  static constexpr bool has_signed_zero = L.is_signed && L.has_zero && L.specials != nan_inf::fnuz;
   static constexpr bool has_subnormals = L.has_zero && mantissa_bits > 0;
   static constexpr rounding nearest_rule = rounding::nearest_even;
 
@@ -81,7 +85,7 @@ struct exmy_spec {
       static_cast<storage_type>(((1U << exponent_bits) - 1U) << mantissa_bits);
 
   // Largest finite magnitude code: E4M3 0x7E = 1.75 * 2^8 = 448; E5M2 0x7B = 1.75 * 2^15 =
-  // 57344; E8M0 0xFE = 2^127; E2M1 0x7 = 1.5 * 2^2 = 6.
+  // 57344; E8M0 0xFE = 2^127; E2M1 0x7 = 1.5 * 2^2 = 6; E4M3FNUZ 0x7F = 1.875 * 2^7 = 240.
   static constexpr storage_type max_code =
       L.specials == nan_inf::ieee       ? static_cast<storage_type>(exponent_all_ones - 1U)
       : L.specials == nan_inf::nan_only ? static_cast<storage_type>(magnitude_mask - 1U)
@@ -90,7 +94,8 @@ struct exmy_spec {
       L.specials == nan_inf::ieee
           ? static_cast<storage_type>(exponent_all_ones |
                                       (mantissa_bits > 0 ? 1U << (mantissa_bits - 1) : 0U))
-          : magnitude_mask;  // nan_only: the all-ones magnitude; unused for `none`
+      : L.specials == nan_inf::fnuz ? sign_mask
+                                    : magnitude_mask;  // nan_only: the all-ones magnitude; unused for `none`
   static constexpr storage_type inf_code = exponent_all_ones;  // meaningful for ieee only
   static constexpr storage_type zero_code = 0;
   static constexpr int first_normal_biased = L.has_zero ? 1 : 0;
@@ -105,6 +110,8 @@ struct exmy_spec {
       return (b & exponent_all_ones) == exponent_all_ones && (b & (exponent_all_ones ^ magnitude_mask)) != 0;
     else if constexpr (L.specials == nan_inf::nan_only)
       return (b & magnitude_mask) == magnitude_mask;
+    else if constexpr (L.specials == nan_inf::fnuz)
+      return b == sign_mask;
     else
       return false;
   }
@@ -157,7 +164,7 @@ struct exmy_spec {
       if (!L.has_zero && u.kind == detail::value_kind::zero) return sat ? zero_code : nan_code;
     }
     if (u.kind == detail::value_kind::infinite) return overflow_out;
-    if (u.kind == detail::value_kind::zero) return sign;
+    if (u.kind == detail::value_kind::zero) return has_signed_zero ? sign : zero_code;
     const auto mode = detail::resolve(c.round, u.negative, nearest_rule);
     const storage_type overflow_result =
         mode == detail::magnitude_rounding::truncate ? max_out : overflow_out;
@@ -177,12 +184,14 @@ struct exmy_spec {
                               (std::uint64_t{1} << mantissa_bits);
     // 5.
     if (mag > max_code) return overflow_result;
+    if (mag == 0 && !has_signed_zero) return zero_code;  // fnuz: sign | 0 would be the NaN
     return static_cast<storage_type>(sign | mag);
   }
 
   static constexpr storage_type negate(storage_type b) noexcept {
     if constexpr (L.is_signed) {
       if (is_nan(b)) return b;
+      if (L.specials == nan_inf::fnuz && b == zero_code) return b;  // no -0
       return static_cast<storage_type>(b ^ sign_mask);
     } else {
       // -x of an unsigned value is not representable (except nothing): NaN, like 0 - x would be.

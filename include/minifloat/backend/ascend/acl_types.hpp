@@ -44,6 +44,11 @@ constexpr int acl_dtype_number(element_type t) noexcept {
     case format_id::float6_e3m2fn: return 38;   // ACL_FLOAT6_E3M2
     case format_id::float6_e2m3fn: return 39;   // ACL_FLOAT6_E2M3
     case format_id::float4_e2m1fn: return 40;   // ACL_FLOAT4_E2M1 (element units, two per byte)
+    case format_id::float8_e4m3fnuz:  // the ml_dtypes float8 variants have no aclDataType
+    case format_id::float8_e5m2fnuz:
+    case format_id::float8_e4m3b11fnuz:
+    case format_id::float8_e3m4:
+    case format_id::float8_e4m3: return -1;
   }
   return -1;
 }

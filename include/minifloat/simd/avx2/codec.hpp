@@ -462,10 +462,12 @@ using exmy_decoder = exmy_decoder_lanes<ops, Spec>;
 
 /// IEEE-like formats decode by field moves, rebias and an 8-entry vpermd table of their
 /// subnormals (32-bit lane work with one shuffle per 8 codes, which beats the 128-entry vpshufb
-/// tables); HiF8 (tapered) uses the tables.
+/// tables); HiF8 (tapered) and formats with more than 8 subnormals (E3M4) use the tables.
+template <class Spec>
+inline constexpr bool decodes_by_table = std::is_same_v<Spec, hifloat8_spec> || Spec::digits > 4;
 template <class Spec>
 using decoder8_for =
-    std::conditional_t<std::is_same_v<Spec, hifloat8_spec>, lut_decoder<Spec>,
+    std::conditional_t<decodes_by_table<Spec>, lut_decoder<Spec>,
                        std::conditional_t<is_e8m0_like<Spec>, e8m0_decoder, exmy_decoder<Spec>>>;
 
 }  // namespace detail

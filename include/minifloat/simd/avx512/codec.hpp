@@ -360,13 +360,14 @@ struct exmy_rne {
     __m512i code = _mm512_add_epi32(m, _mm512_srli_epi32(_mm512_sub_epi32(q, splat(emin_bits)), 23 - M));
     const __mmask16 not_nan = _mm512_cmple_epu32_mask(a, splat(0x7F800000U));
     code = _mm512_mask_min_epi32(nan_out, not_nan, code, ovf);  // overflow; NaN lanes -> nan_out
-    const __mmask16 neg = _mm512_mask_test_epi32_mask(not_nan, x, splat(0x80000000U));
+    __mmask16 neg = _mm512_mask_test_epi32_mask(not_nan, x, splat(0x80000000U));
+    if constexpr (Spec::layout.specials == nan_inf::fnuz) neg = _mm512_mask_test_epi32_mask(neg, code, code);  // no -0
     return _mm512_mask_or_epi32(code, neg, code, splat(Spec::sign_mask));
   }
 };
 
 template <class Spec, round_kind R>
-using exmy_encoder = std::conditional_t<R == round_kind::nearest_even && Spec::bits <= 8, exmy_rne<Spec>,
+using exmy_encoder = std::conditional_t<R == round_kind::nearest_even && Spec::bits <= 8 && Spec::digits <= 4, exmy_rne<Spec>,
                                         exmy_lanes<ops, Spec, R>>;
 template <class Spec, round_kind R>
 using e8m0_encoder = e8m0_lanes<ops, Spec, R>;

@@ -138,7 +138,9 @@ struct exmy_lanes {
     } else {
       code = O::min_s(mag, ovf);
     }
-    code = O::or_(code, O::template srli<sign_shift>(O::and_(x, O::splat(0x80000000U))));
+    V sign = O::template srli<sign_shift>(O::and_(x, O::splat(0x80000000U)));
+    if constexpr (Spec::layout.specials == nan_inf::fnuz) sign = O::zero_if(sign, O::eq(code, O::zero()));  // no -0
+    code = O::or_(code, sign);
     return O::select(O::gt_s(a, O::splat(0x7F800000U)), nan_out, code);
   }
 };
@@ -288,6 +290,8 @@ MINIFLOAT_LANES_INLINE typename O::v decode_exmy_lanes(typename O::v c, const ty
     b = O::select(O::gt_s(mag, O::splat(Spec::inf_code)), O::splat(0x7FC00000U), b);
   } else if constexpr (Spec::layout.specials == nan_inf::nan_only) {
     b = O::select(O::eq(mag, O::splat(Spec::magnitude_mask)), O::splat(0x7FC00000U), b);
+  } else if constexpr (Spec::layout.specials == nan_inf::fnuz) {
+    b = O::select(O::eq(c, O::splat(Spec::nan_code)), O::splat(0x7FC00000U), b);  // the sign is ORed below
   }
   return O::or_(b, O::template slli<32 - Spec::bits>(O::and_(c, O::splat(Spec::sign_mask))));
 }
