@@ -16,6 +16,7 @@ ArrayLike = npt.ArrayLike
 ROUNDING_MODES: Tuple[str, ...]
 OVERFLOW_POLICIES: Tuple[str, ...]
 formats: Tuple[str, ...]
+integer_formats: Tuple[str, ...]
 
 class _minifloat_scalar(np.generic):
     """A scalar of a minifloat format: one code; converts from numbers with the default conversion."""
@@ -68,7 +69,70 @@ class float4_e2m1fn(_minifloat_scalar):
 class bfloat16(_minifloat_scalar):
     """bfloat16 (two bytes): the top half of a float32; ties to even, overflow -> Inf."""
 
+class float8_e4m3fnuz(_minifloat_scalar):
+    """FP8 E4M3 FNUZ (bias 8): max 240, one NaN (0x80), no -0, no Inf."""
+
+class float8_e5m2fnuz(_minifloat_scalar):
+    """FP8 E5M2 FNUZ (bias 16): max 57344, one NaN (0x80), no -0, no Inf."""
+
+class float8_e4m3b11fnuz(_minifloat_scalar):
+    """FP8 E4M3 with bias 11, FNUZ: max 30, one NaN (0x80), no -0, no Inf."""
+
+class float8_e3m4(_minifloat_scalar):
+    """IEEE-style FP8 E3M4 (bias 3): max 15.5, Inf and NaN."""
+
+class float8_e4m3(_minifloat_scalar):
+    """IEEE-style FP8 E4M3 (bias 7): max 240, Inf and NaN."""
+
 float16 = np.float16
+
+class _narrow_int_scalar(np.generic):
+    """A narrow integer (ml_dtypes semantics): one value per byte in the low bits. Python ints and
+    strings wrap to the width; floats truncate, NaN raises ValueError, out of range OverflowError;
+    arithmetic wraps; // and % by zero raise ZeroDivisionError."""
+
+    dtype: ClassVar[np.dtype]
+    def __init__(self, x: Union[int, float, str, bytes, np.generic, npt.NDArray[Any]] = ...) -> None: ...
+    def __int__(self) -> int: ...
+    def __index__(self) -> int: ...
+    def __float__(self) -> float: ...
+    def __bool__(self) -> bool: ...
+    def __hash__(self) -> int: ...
+    def __add__(self, other: Any) -> Any: ...
+    def __sub__(self, other: Any) -> Any: ...
+    def __mul__(self, other: Any) -> Any: ...
+    def __floordiv__(self, other: Any) -> Any: ...
+    def __mod__(self, other: Any) -> Any: ...
+    def __neg__(self) -> "_narrow_int_scalar": ...
+    def __pos__(self) -> "_narrow_int_scalar": ...
+    def __abs__(self) -> "_narrow_int_scalar": ...
+    def __lt__(self, other: Any) -> Any: ...
+    def __le__(self, other: Any) -> Any: ...
+    def __gt__(self, other: Any) -> Any: ...
+    def __ge__(self, other: Any) -> Any: ...
+
+class int2(_narrow_int_scalar):
+    """2-bit signed integer, -2 .. 1."""
+
+class int4(_narrow_int_scalar):
+    """4-bit signed integer, -8 .. 7."""
+
+class uint2(_narrow_int_scalar):
+    """2-bit unsigned integer, 0 .. 3."""
+
+class uint4(_narrow_int_scalar):
+    """4-bit unsigned integer, 0 .. 15."""
+
+class iinfo:
+    """numpy.iinfo extended to int2, int4, uint2, uint4 (numpy's own integer types pass through):
+    kind ('i' or 'u'), bits (the logical width), min, max, dtype."""
+
+    kind: str
+    bits: int
+    min: int
+    max: int
+    dtype: np.dtype
+    def __init__(self, int_type: Any) -> None: ...
 
 class finfo(np.finfo):
     """numpy.finfo extended to the minifloat dtypes: bits, eps, epsneg, max, min, tiny,

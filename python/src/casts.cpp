@@ -11,12 +11,18 @@
 //                                     except: float -> integer is NaN -> 0 and saturates at the
 //                                     integer's range (C++ leaves both undefined)
 //   T -> U (two minifloat dtypes)     decode to float32 (exact), encode U
+//   complex64/128/256 -> T            the real part as float64 / long double above, with numpy's
+//                                     ComplexWarning once per cast (numpy's complex -> float32 rule)
+//   T -> complex                      (value, 0)
+// Large bulk casts run without the GIL, so astype calls of several Python threads overlap.
 #include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <new>
 #include <type_traits>
+#include <vector>
 
 #include <minifloat/core/random.hpp>
 #include <minifloat/formats/convert.hpp>
@@ -50,6 +56,26 @@ simd::kernel_status bulk_decode(const code_t<T>* codes, float* out, std::size_t 
   return simd::decode<T>(in, values);
 }
 
+/// Runs f() without the GIL when the calling thread holds it (numpy calls legacy cast functions
+/// with it held) and n is large enough for another Python thread's work to be worth the switch.
+/// f touches no Python object.
+template <class F>
+void without_gil(std::size_t n, F&& f) {
+  constexpr std::size_t min_release = std::size_t{1} << 14;
+  if (n < min_release || PyGILState_Check() != 1) {
+    f();
+    return;
+  }
+  struct released {
+    PyThreadState* state = PyEval_SaveThread();
+    released() = default;
+    released(const released&) = delete;
+    released& operator=(const released&) = delete;
+    ~released() { PyEval_RestoreThread(state); }
+  } guard;
+  f();
+}
+
 /// npy_half and minifloat::float16 share their bits.
 const float16* as_float16(const void* p) noexcept { return static_cast<const float16*>(p); }
 
@@ -58,32 +84,41 @@ const float16* as_float16(const void* p) noexcept { return static_cast<const flo
 template <class T>
 void from_f32(void* from, void* to, npy_intp n, void*, void*) {
   const auto count = static_cast<std::size_t>(n);
-  (void)bulk_encode<T>(static_cast<const float*>(from), static_cast<code_t<T>*>(to), count, conversion{}, {},
-                       bulk_threads(count));
+  without_gil(count, [&] {
+    (void)bulk_encode<T>(static_cast<const float*>(from), static_cast<code_t<T>*>(to), count, conversion{}, {},
+                         bulk_threads(count));
+  });
 }
 
 template <class T>
 void from_f16(void* from, void* to, npy_intp n, void*, void*) {
   const auto count = static_cast<std::size_t>(n);
-  (void)bulk_encode<T>(as_float16(from), static_cast<code_t<T>*>(to), count, conversion{}, {}, bulk_threads(count));
+  without_gil(count, [&] {
+    (void)bulk_encode<T>(as_float16(from), static_cast<code_t<T>*>(to), count, conversion{}, {},
+                         bulk_threads(count));
+  });
 }
 
 template <class T>
 void to_f32(void* from, void* to, npy_intp n, void*, void*) {
   const auto count = static_cast<std::size_t>(n);
-  (void)bulk_decode<T>(static_cast<const code_t<T>*>(from), static_cast<float*>(to), count, bulk_threads(count));
+  without_gil(count, [&] {
+    (void)bulk_decode<T>(static_cast<const code_t<T>*>(from), static_cast<float*>(to), count, bulk_threads(count));
+  });
 }
 
 /// Calls body(float* values, std::size_t offset, std::size_t count) over chunks of T's codes decoded.
 template <class T, class Body>
 void decoded_chunks(const void* from, std::size_t n, Body&& body) {
-  std::array<float, chunk> buf;
-  const auto* codes = static_cast<const code_t<T>*>(from);
-  for (std::size_t i = 0; i < n; i += chunk) {
-    const std::size_t m = std::min(chunk, n - i);
-    (void)simd::decode<T>(std::span(codes + i, m), std::span(buf.data(), m));
-    body(buf.data(), i, m);
-  }
+  without_gil(n, [&] {
+    std::array<float, chunk> buf;
+    const auto* codes = static_cast<const code_t<T>*>(from);
+    for (std::size_t i = 0; i < n; i += chunk) {
+      const std::size_t m = std::min(chunk, n - i);
+      (void)simd::decode<T>(std::span(codes + i, m), std::span(buf.data(), m));
+      body(buf.data(), i, m);
+    }
+  });
 }
 
 /// T -> U, both minifloat dtypes.
@@ -92,7 +127,9 @@ void minifloat_to_minifloat(void* from, void* to, npy_intp n, void*, void*) {
   const auto count = static_cast<std::size_t>(n);
   auto* out = static_cast<code_t<U>*>(to);
   if constexpr (std::is_same_v<T, bfloat16>) {
-    (void)bulk_encode<U>(static_cast<const bfloat16*>(from), out, count, conversion{}, {}, bulk_threads(count));
+    without_gil(count, [&] {
+      (void)bulk_encode<U>(static_cast<const bfloat16*>(from), out, count, conversion{}, {}, bulk_threads(count));
+    });
   } else {
     decoded_chunks<T>(from, count, [&](const float* v, std::size_t off, std::size_t m) {
       (void)simd::encode<U>(std::span(v, m), std::span(out + off, m));
@@ -108,12 +145,88 @@ void from_number(void* from, void* to, npy_intp n, void*, void*) {
   using C = std::conditional_t<std::is_same_v<From, bool_tag>, npy_bool, From>;
   const auto* x = static_cast<const C*>(from);
   auto* out = static_cast<code_t<T>*>(to);
-  for (npy_intp i = 0; i < n; ++i) {
-    double d;
-    if constexpr (std::is_same_v<From, bool_tag>) d = x[i] != 0 ? 1.0 : 0.0;
-    else d = static_cast<double>(x[i]);
-    out[i] = encode<T>(d);
+  without_gil(static_cast<std::size_t>(n), [&] {
+    for (npy_intp i = 0; i < n; ++i) {
+      double d;
+      if constexpr (std::is_same_v<From, bool_tag>) d = x[i] != 0 ? 1.0 : 0.0;
+      else d = static_cast<double>(x[i]);
+      out[i] = encode<T>(d);
+    }
+  });
+}
+
+// --- complex ------------------------------------------------------------------------------------
+//
+// numpy warns (ComplexWarning) once per complex -> float32 cast, however many calls of the cast
+// function the cast takes (one per row, or one per element when strided). A legacy cast function
+// sees only the calls; what identifies the cast is the 1-element source array numpy makes for it
+// and passes to every call. Its address is remembered until it dies (a weak reference's
+// callback forgets it), so a later cast reusing the address warns again. Without that array
+// (a caller passing none, or one that takes no weak reference) every call warns.
+
+PyObject* complex_warning_category = nullptr;  // numpy's ComplexWarning, set by register_casts()
+
+struct warned_cast {
+  PyObject* array;  // borrowed: only compared, never dereferenced
+  PyObject* ref;    // owned weak reference whose callback erases this entry
+};
+std::vector<warned_cast> warned_casts;  // guarded by the GIL
+
+PyObject* forget_warned_cast(PyObject*, PyObject* ref) {
+  for (auto it = warned_casts.begin(); it != warned_casts.end(); ++it) {
+    if (it->ref == ref) {
+      PyObject* owned = it->ref;
+      warned_casts.erase(it);
+      Py_DECREF(owned);
+      break;
+    }
   }
+  Py_RETURN_NONE;
+}
+
+PyMethodDef forget_warned_cast_def = {"_forget_warned_cast", forget_warned_cast, METH_O, nullptr};
+PyObject* forget_warned_cast_callback = nullptr;  // set by register_casts()
+
+/// With the GIL held: true if this cast already warned, else remembers it (when it can).
+bool already_warned(PyObject* array) {
+  if (array == nullptr) return false;
+  for (const auto& w : warned_casts)
+    if (w.array == array) return true;
+  PyObject* ref = PyWeakref_NewRef(array, forget_warned_cast_callback);
+  if (ref == nullptr) {
+    PyErr_Clear();
+    return false;
+  }
+  try {
+    warned_casts.push_back({array, ref});
+  } catch (const std::bad_alloc&) {
+    Py_DECREF(ref);
+  }
+  return false;
+}
+
+/// Issues the ComplexWarning for the cast whose source array is `fromarr`. Returns false when the
+/// warning was turned into an error (the exception is then set for numpy to raise).
+bool complex_warning(void* fromarr) {
+  const PyGILState_STATE gil = PyGILState_Ensure();  // numpy may call casts without the GIL
+  bool ok = true;
+  if (PyErr_Occurred() != nullptr) {
+    ok = false;  // an earlier call of this cast already failed: leave its error
+  } else if (!already_warned(static_cast<PyObject*>(fromarr))) {
+    ok = PyErr_WarnEx(complex_warning_category, "Casting complex values to real discards the imaginary part", 1) == 0;
+  }
+  PyGILState_Release(gil);
+  return ok;
+}
+
+template <class C, class T>
+void from_complex(void* from, void* to, npy_intp n, void* fromarr, void*) {
+  if (!complex_warning(fromarr)) return;
+  const auto* x = static_cast<const C*>(from);
+  auto* out = static_cast<code_t<T>*>(to);
+  without_gil(static_cast<std::size_t>(n), [&] {
+    for (npy_intp i = 0; i < n; ++i) out[i] = encode<T>(static_cast<double>(x[i].real));
+  });
 }
 
 template <class To>
@@ -146,6 +259,17 @@ void to_number(void* from, void* to, npy_intp n, void*, void*) {
   });
 }
 
+template <class T, class C>
+void to_complex(void* from, void* to, npy_intp n, void*, void*) {
+  auto* out = static_cast<C*>(to);
+  decoded_chunks<T>(from, static_cast<std::size_t>(n), [&](const float* v, std::size_t off, std::size_t m) {
+    for (std::size_t j = 0; j < m; ++j) {
+      out[off + j].real = v[j];
+      out[off + j].imag = 0;
+    }
+  });
+}
+
 template <class T>
 void to_f16(void* from, void* to, npy_intp n, void*, void*) {
   auto* out = static_cast<std::uint16_t*>(to);
@@ -173,6 +297,13 @@ void register_number_casts(int typenum) {
   const descr_ref other(typenum);
   check_registration(PyArray_RegisterCastFunc(other.d, dtype_slot<T>::typenum, from_number<C, T>));
   check_registration(PyArray_RegisterCastFunc(dtype_slot<T>::descr, typenum, to_number<T, C>));
+}
+
+template <class T, class C>
+void register_complex_casts(int typenum) {
+  const descr_ref other(typenum);
+  check_registration(PyArray_RegisterCastFunc(other.d, dtype_slot<T>::typenum, from_complex<C, T>));
+  check_registration(PyArray_RegisterCastFunc(dtype_slot<T>::descr, typenum, to_complex<T, C>));
 }
 
 template <class T>
@@ -204,11 +335,20 @@ void register_casts_of() {
     if constexpr (!std::is_same_v<T, U>)
       check_registration(PyArray_RegisterCastFunc(self, dtype_slot<U>::typenum, minifloat_to_minifloat<T, U>));
   });
-  // Safe casts (numpy's promotion): every value is a float32, so float32 and wider hold it.
-  for (int wider : {NPY_FLOAT, NPY_DOUBLE, NPY_LONGDOUBLE})
+  register_complex_casts<T, npy_cfloat>(NPY_CFLOAT);
+  register_complex_casts<T, npy_cdouble>(NPY_CDOUBLE);
+  register_complex_casts<T, npy_clongdouble>(NPY_CLONGDOUBLE);
+  // Safe casts (np.can_cast, numpy's promotion): ml_dtypes' table for every float dtype, so that
+  // promotion picks the same loops: every value is a float32, so float32 and the wider floats
+  // and complex types hold it; bool, int8 and uint8 cast safely to the dtype (ml_dtypes' rule,
+  // not an exactness claim: 255 is no float4_e2m1fn). No safe cast to float16 or between two
+  // minifloat dtypes, again as ml_dtypes (docs/python.md lists this among the dtype contracts).
+  for (int wider : {NPY_FLOAT, NPY_DOUBLE, NPY_LONGDOUBLE, NPY_CFLOAT, NPY_CDOUBLE, NPY_CLONGDOUBLE})
     check_registration(PyArray_RegisterCanCast(self, wider, NPY_NOSCALAR));
-  const descr_ref b(NPY_BOOL);
-  check_registration(PyArray_RegisterCanCast(b.d, me, NPY_NOSCALAR));
+  for (int narrow : {NPY_BOOL, NPY_BYTE, NPY_UBYTE}) {
+    const descr_ref from(narrow);
+    check_registration(PyArray_RegisterCanCast(from.d, me, NPY_NOSCALAR));
+  }
 }
 
 // --- minifloat.cast ------------------------------------------------------------------------------
@@ -380,6 +520,14 @@ py::dict limits_of() {
 }  // namespace
 
 void register_casts() {
+  // numpy 1.24 has ComplexWarning at the top level; numpy.exceptions holds it from 1.25 on.
+  py::module_ numpy = py::module_::import("numpy");
+  py::object category = py::hasattr(numpy, "exceptions") && py::hasattr(numpy.attr("exceptions"), "ComplexWarning")
+                            ? numpy.attr("exceptions").attr("ComplexWarning")
+                            : numpy.attr("ComplexWarning");
+  complex_warning_category = category.release().ptr();  // kept for the process lifetime
+  forget_warned_cast_callback = PyCFunction_New(&forget_warned_cast_def, nullptr);  // likewise
+  if (forget_warned_cast_callback == nullptr) throw py::error_already_set();
   for_each_dtype([](auto tag) { register_casts_of<typename decltype(tag)::type>(); });
 }
 

@@ -4,12 +4,17 @@
 // `.view(np.uint8)` shows them. Element values are exact floats; conversions from Python
 // numbers use the format's default conversion (its own nearest rounding, non-saturating).
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <string_view>
+#include <system_error>
 #include <thread>
+#include <utility>
 
 #include <minifloat/formats/convert.hpp>
 #include <minifloat/formats/numeric_limits.hpp>
@@ -97,11 +102,6 @@ bool to_code(PyObject* o, code_t<T>& out) {
     return true;
   }
   if (PyArray_IsScalar(o, Generic) || (PyArray_Check(o) && PyArray_NDIM(reinterpret_cast<PyArrayObject*>(o)) == 0)) {
-    if (PyArray_IsScalar(o, ComplexFloating)) {
-      PyErr_Format(PyExc_TypeError, "%s: cannot convert a complex value, take .real first",
-                   std::string(format_name<T>).c_str());
-      return false;
-    }
     if (PyArray_Check(o)) {
       auto* a = reinterpret_cast<PyArrayObject*>(o);
       if (PyArray_TYPE(a) == dtype_slot<T>::typenum) {
@@ -109,6 +109,8 @@ bool to_code(PyObject* o, code_t<T>& out) {
         return true;
       }
     }
+    // numpy's own float(): a complex scalar or 0-d array gives its real part with numpy's
+    // ComplexWarning, as when numpy stores it into a float32 array.
     PyObject* f = PyNumber_Float(o);
     if (f == nullptr) return false;
     out = code_from_double<T>(PyFloat_AsDouble(f));
@@ -164,13 +166,22 @@ code_t<T> code_of(PyObject* self) noexcept {
   return reinterpret_cast<py_scalar<T>*>(self)->code;
 }
 
+/// str() and repr() of a scalar, as ml_dtypes prints them: the float value in C++'s default stream
+/// format (printf's %g, 6 significant digits: bfloat16(0.1) is "0.100098", 1.0 is "1"), a NaN
+/// without its sign ("nan"), infinities "inf" / "-inf". Array printing goes through the same
+/// text ("[[1 2 4]]"). std::to_chars is locale-independent, as ml_dtypes' classic-locale stream.
 template <class T>
 PyObject* scalar_repr(PyObject* self) {
-  PyObject* f = PyFloat_FromDouble(static_cast<double>(T::from_bits(code_of<T>(self))));
-  if (f == nullptr) return nullptr;
-  PyObject* r = PyObject_Repr(f);
-  Py_DECREF(f);
-  return r;
+  const float f = value_of<T>(code_of<T>(self));
+  if (std::isnan(f)) return PyUnicode_FromString("nan");
+  std::array<char, 32> buf{};
+  const auto r = std::to_chars(buf.data(), buf.data() + buf.size(), static_cast<double>(f),
+                               std::chars_format::general, 6);
+  if (r.ec != std::errc{}) {
+    PyErr_SetString(PyExc_SystemError, "minifloat: a float did not fit its 32-character text buffer");
+    return nullptr;
+  }
+  return PyUnicode_FromStringAndSize(buf.data(), r.ptr - buf.data());
 }
 
 template <class T>
@@ -442,20 +453,21 @@ struct descr_storage {
   static inline PyArray_Descr descr;
 };
 
-/// The dtype character: unused by numpy's own types.
+/// The dtype character (`np.dtype(x).char`): ml_dtypes' character for the dtypes the two
+/// packages share, so code that tests it sees the same; hifloat8, which ml_dtypes lacks, takes
+/// 'X', used by neither package nor numpy. Chosen by name, so a format added to dtype_formats
+/// needs no case here unless ml_dtypes has a character for it.
 template <class T>
 constexpr char type_char() {
-  constexpr auto id = format_id_of<T>;
-  switch (id) {
-    case format_id::hifloat8: return 'W';
-    case format_id::float8_e4m3fn: return 'X';
-    case format_id::float8_e5m2: return 'Y';
-    case format_id::float8_e8m0fnu: return 'Z';
-    case format_id::float6_e3m2fn: return 'J';
-    case format_id::float6_e2m3fn: return 'K';
-    case format_id::float4_e2m1fn: return 'N';
-    default: return 'R';  // bfloat16
-  }
+  constexpr std::string_view name = format_name<T>;
+  constexpr std::pair<std::string_view, char> table[] = {
+      {"bfloat16", 'E'},           {"float8_e3m4", '3'},     {"float8_e4m3", '7'},
+      {"float8_e4m3b11fnuz", 'L'}, {"float8_e4m3fn", '4'},   {"float8_e4m3fnuz", 'G'},
+      {"float8_e5m2", '5'},        {"float8_e5m2fnuz", 'C'}, {"float6_e2m3fn", '8'},
+      {"float6_e3m2fn", '9'},      {"float4_e2m1fn", '0'},   {"float8_e8m0fnu", 'W'}};
+  for (const auto& [n, c] : table)
+    if (n == name) return c;
+  return 'X';
 }
 
 template <class T>
@@ -488,7 +500,11 @@ void register_one(py::module_& m, PyObject* numpy_type_dict) {
   d.kind = 'V';  // as ml_dtypes: 'f' would make numpy treat the dtype as one of its own floats
   d.type = type_char<T>();
   d.byteorder = '=';
-  d.flags = NPY_USE_SETITEM;
+  // NPY_NEEDS_PYAPI: numpy then holds the GIL around our cast and ufunc loops and checks for a
+  // Python error after each call. Without it an error set inside a loop (the ComplexWarning of a
+  // complex -> minifloat cast under a warnings-as-errors filter) surfaces as a SystemError; the
+  // bulk casts release the GIL themselves while the SIMD codecs run (casts.cpp, without_gil).
+  d.flags = NPY_USE_SETITEM | NPY_NEEDS_PYAPI;
   d.elsize = static_cast<int>(sizeof(code_t<T>));
   d.alignment = static_cast<int>(alignof(code_t<T>));
   d.f = &f;
@@ -593,7 +609,9 @@ simd::isa parse_isa_arg(std::string_view s, std::string_view who) {
 unsigned default_threads() {
   const unsigned t = package_threads.load();
   if (t != 0) return t;
-  const unsigned h = std::thread::hardware_concurrency();
+  // Asked once: glibc answers hardware_concurrency() by reading /sys, about 10 us a call, and a
+  // strided astype calls the cast function once per element.
+  static const unsigned h = std::thread::hardware_concurrency();
   return h == 0 ? 1U : h;
 }
 
@@ -602,8 +620,8 @@ void set_default_threads(unsigned n) { package_threads.store(n); }
 unsigned bulk_threads(std::size_t n, unsigned requested) {
   // Below ~256 Ki elements a split costs more than it saves (the chunks fit in L2 anyway).
   constexpr std::size_t min_parallel = std::size_t{1} << 18;
-  const unsigned t = requested != 0 ? requested : default_threads();
   if (n < min_parallel) return 1;
+  const unsigned t = requested != 0 ? requested : default_threads();
   return std::max(1U, t);
 }
 

@@ -3,6 +3,7 @@
 // re-exports everything.
 #define MINIFLOAT_NUMPY_IMPORT
 #include "common.hpp"
+#include "int_dtypes.hpp"
 
 #include <minifloat/core/version.hpp>
 
@@ -27,6 +28,7 @@ PYBIND11_MODULE(_minifloat, m) {
   mp::register_dtypes(m);
   mp::register_casts();
   mp::register_ufuncs();
+  mp::register_int_dtypes(m);
   mp::bind_cast(m);
   mp::bind_quant(m);
   mp::bind_recipes(m);
