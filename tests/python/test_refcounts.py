@@ -13,7 +13,8 @@ import minifloat as mf
 
 LOOPS = 10_000
 OWN = ["hifloat8", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float6_e3m2fn", "float6_e2m3fn",
-       "float4_e2m1fn", "bfloat16"]
+       "float4_e2m1fn", "bfloat16", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4",
+       "float8_e4m3"]
 
 
 def counts(*objects):
@@ -58,6 +59,27 @@ def test_scalar_entry_points_keep_their_counts(name):
     assert_steady(calls, d, t, one, x)
 
 
+@pytest.mark.parametrize("name", OWN)
+def test_issue36_entry_points_keep_their_counts(name):
+    # The loops and casts added for the ml_dtypes contract: nextafter, spacing, ldexp, frexp, modf,
+    # divmod, copysign, complex casts both ways (their ComplexWarning included), printing, finfo.
+    import warnings
+    t = getattr(mf, name)
+    d = np.dtype(t)
+    x = np.array([0.5, 1.0, 2.0], dtype=t)
+    c = np.array([1 + 2j, 3 - 1j], np.complex64)
+    e = np.array([1, -1, 2], np.int32)
+
+    def calls():
+        np.nextafter(x, x[::-1]), np.spacing(x), np.ldexp(x, e), np.frexp(x), np.modf(x), np.divmod(x, x)
+        np.copysign(x, -x), np.floor_divide(x, x), c.astype(d), x.astype(np.complex128), repr(x), str(x)
+        mf.finfo(t)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert_steady(calls, d, t, x, c, e, loops=LOOPS // 5)
+
+
 def test_module_functions_keep_their_counts():
     x = np.linspace(-4, 4, 64, dtype=np.float32).reshape(4, 16)
     w = np.linspace(-1, 1, 64, dtype=np.float32).reshape(4, 16)
@@ -80,7 +102,9 @@ def test_module_functions_keep_their_counts():
 
 
 @pytest.mark.parametrize("name,nan_code", [("hifloat8", 0x80), ("float8_e4m3fn", 0x7F), ("float8_e5m2", 0x7E),
-                                           ("float8_e8m0fnu", 0xFF), ("bfloat16", 0x7FC0)])
+                                           ("float8_e8m0fnu", 0xFF), ("bfloat16", 0x7FC0), ("float8_e4m3fnuz", 0x80),
+                                           ("float8_e5m2fnuz", 0x80), ("float8_e4m3b11fnuz", 0x80),
+                                           ("float8_e3m4", 0x78), ("float8_e4m3", 0x7C)])
 def test_nan_scalar_hash_is_stable_and_usable_as_a_key(name, nan_code):
     t = getattr(mf, name)
     n = np.array([nan_code], dtype=np.uint16 if name == "bfloat16" else np.uint8).view(np.dtype(t))[0]
