@@ -278,20 +278,6 @@ void to_f16(void* from, void* to, npy_intp n, void*, void*) {
   });
 }
 
-void check_registration(int rc) {
-  if (rc < 0) throw py::error_already_set();
-}
-
-struct descr_ref {
-  PyArray_Descr* d;
-  explicit descr_ref(int typenum) : d(PyArray_DescrFromType(typenum)) {
-    if (d == nullptr) throw py::error_already_set();
-  }
-  ~descr_ref() { Py_XDECREF(d); }
-  descr_ref(const descr_ref&) = delete;
-  descr_ref& operator=(const descr_ref&) = delete;
-};
-
 template <class T, class C>
 void register_number_casts(int typenum) {
   const descr_ref other(typenum);

@@ -95,6 +95,24 @@ void set_default_threads(unsigned n);
 /// The names every dtype argument accepts, for error messages.
 std::string dtype_names();
 
+/// A registration call of numpy's C API (PyArray_RegisterCastFunc, ...) that returned < 0: the
+/// Python error it set, as a C++ exception.
+inline void check_registration(int rc) {
+  if (rc < 0) throw py::error_already_set();
+}
+
+/// An owned descriptor of a numpy builtin type (PyArray_DescrFromType returns a new reference;
+/// the registration calls borrow it).
+struct descr_ref {
+  PyArray_Descr* d;
+  explicit descr_ref(int typenum) : d(PyArray_DescrFromType(typenum)) {
+    if (d == nullptr) throw py::error_already_set();
+  }
+  ~descr_ref() { Py_XDECREF(d); }
+  descr_ref(const descr_ref&) = delete;
+  descr_ref& operator=(const descr_ref&) = delete;
+};
+
 // Registration steps, called once from module.cpp in this order.
 void register_dtypes(py::module_& m);  // dtypes.cpp: scalar types + descriptors
 void register_casts();                 // casts.cpp

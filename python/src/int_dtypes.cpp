@@ -657,25 +657,11 @@ void widen(void* from, void* to, npy_intp n, void*, void*) {
   for (npy_intp i = 0; i < n; ++i) dst[i] = wrap<J>(value_of<I>(src[i]));
 }
 
-void check(int rc) {
-  if (rc < 0) throw py::error_already_set();
-}
-
-struct descr_ref {
-  PyArray_Descr* d;
-  explicit descr_ref(int typenum) : d(PyArray_DescrFromType(typenum)) {
-    if (d == nullptr) throw py::error_already_set();
-  }
-  ~descr_ref() { Py_XDECREF(d); }
-  descr_ref(const descr_ref&) = delete;
-  descr_ref& operator=(const descr_ref&) = delete;
-};
-
 template <class I, class C>
 void register_number_casts(int typenum) {
   const descr_ref other(typenum);
-  check(PyArray_RegisterCastFunc(other.d, int_slot<I>::typenum, from_number<C, I>));
-  check(PyArray_RegisterCastFunc(int_slot<I>::descr, typenum, to_number<I, C>));
+  check_registration(PyArray_RegisterCastFunc(other.d, int_slot<I>::typenum, from_number<C, I>));
+  check_registration(PyArray_RegisterCastFunc(int_slot<I>::descr, typenum, to_number<I, C>));
 }
 
 /// The minifloat float dtypes a narrow integer casts to and from: ml_dtypes' list (no cast to the
@@ -713,26 +699,26 @@ void register_casts_of() {
   for_each_dtype([&](auto tag) {
     using U = typename decltype(tag)::type;
     if constexpr (has_float_cast<I, U>()) {
-      check(PyArray_RegisterCastFunc(self, dtype_slot<U>::typenum, to_minifloat<I, U>));
-      check(PyArray_RegisterCastFunc(dtype_slot<U>::descr, int_slot<I>::typenum, from_minifloat<U, I>));
-      check(PyArray_RegisterCanCast(self, dtype_slot<U>::typenum, NPY_NOSCALAR));
+      check_registration(PyArray_RegisterCastFunc(self, dtype_slot<U>::typenum, to_minifloat<I, U>));
+      check_registration(PyArray_RegisterCastFunc(dtype_slot<U>::descr, int_slot<I>::typenum, from_minifloat<U, I>));
+      check_registration(PyArray_RegisterCanCast(self, dtype_slot<U>::typenum, NPY_NOSCALAR));
     }
   });
 
   // Safe casts: ml_dtypes' table (the sized integer typenums, as there).
   for (int t : {NPY_INT8, NPY_INT16, NPY_INT32, NPY_INT64, NPY_HALF, NPY_FLOAT, NPY_DOUBLE, NPY_LONGDOUBLE, NPY_CFLOAT,
                 NPY_CDOUBLE, NPY_CLONGDOUBLE})
-    check(PyArray_RegisterCanCast(self, t, NPY_NOSCALAR));
+    check_registration(PyArray_RegisterCanCast(self, t, NPY_NOSCALAR));
   if constexpr (!I::is_signed)
-    for (int t : {NPY_UINT8, NPY_UINT16, NPY_UINT32, NPY_UINT64}) check(PyArray_RegisterCanCast(self, t, NPY_NOSCALAR));
+    for (int t : {NPY_UINT8, NPY_UINT16, NPY_UINT32, NPY_UINT64}) check_registration(PyArray_RegisterCanCast(self, t, NPY_NOSCALAR));
   const descr_ref b(NPY_BOOL);
-  check(PyArray_RegisterCanCast(b.d, int_slot<I>::typenum, NPY_NOSCALAR));
+  check_registration(PyArray_RegisterCanCast(b.d, int_slot<I>::typenum, NPY_NOSCALAR));
 }
 
 template <class I, class J>
 void register_widening() {
-  check(PyArray_RegisterCastFunc(int_slot<I>::descr, int_slot<J>::typenum, widen<I, J>));
-  check(PyArray_RegisterCanCast(int_slot<I>::descr, int_slot<J>::typenum, NPY_NOSCALAR));
+  check_registration(PyArray_RegisterCastFunc(int_slot<I>::descr, int_slot<J>::typenum, widen<I, J>));
+  check_registration(PyArray_RegisterCanCast(int_slot<I>::descr, int_slot<J>::typenum, NPY_NOSCALAR));
 }
 
 // --- ufunc loops -------------------------------------------------------------------------------------

@@ -54,6 +54,9 @@ PY
 "$MF" encode float8_e4m3fn "$T/sr.npy" "$T/sr2.npy" --round stochastic --seed 7
 "$MF" encode float8_e4m3fn "$T/x32.npy" "$T/tz.npy" --round toward_zero
 "$MF" decode float8_e4m3fn "$T/e.npy" "$T/d.npy"
+"$MF" encode float8_e4m3fnuz "$T/x32.npy" "$T/fnuz.npy"
+"$MF" encode float8_e4m3fnuz "$T/x32.npy" "$T/fnuzs.npy" --saturate
+"$MF" decode float8_e4m3fnuz "$T/fnuz.npy" "$T/dfnuz.npy"
 "$MF" decode float16 "$T/f16.npy" "$T/d16.npy"
 
 "$PY" - "$T" <<'PY'
@@ -77,6 +80,10 @@ assert set(np.unique(s1).tolist()) == {0x38, 0x39} and 0.47 < frac_up < 0.53, fr
 d = load("d.npy"); assert d.dtype == np.float32 and d.shape == (2, 5)
 assert np.isnan(d[0, 4]) and d[0, 2] == 448 and d[1, 2] == 3.0 and np.signbit(d[1, 3])
 assert (load("d16.npy") == x.astype(np.float16).astype(np.float32)).all()
+# float8_e4m3fnuz: bias 8, max 240; -0 and -1e-40 give +0 (0x80 is the NaN), overflow and Inf the NaN
+assert load("fnuz.npy").tolist() == [[0x00, 0x40, 0x80, 0x80, 0x80], [0x00, 0x80, 0x4C, 0x00, 0x80]], load("fnuz.npy").tolist()
+assert load("fnuzs.npy").tolist() == [[0x00, 0x40, 0x7F, 0x7F, 0x7F], [0x00, 0x7F, 0x4C, 0x00, 0x7F]]
+df = load("dfnuz.npy"); assert df[0, 1] == 1.0 and np.isnan(df[0, 2]) and df[1, 2] == 3.0 and not np.signbit(df[1, 3])
 PY
 
 # Errors: one line on stderr, non-zero exit (2 = command line, 1 = input)

@@ -2,11 +2,9 @@
 Python-int oracles: construction and wrapping, every cast pair (numpy's numeric types incl. complex,
 and every minifloat float dtype), the ufunc loops against int arithmetic wrapped to the width,
 np.can_cast against ml_dtypes' table, printing, hashing, iinfo, and reference counts."""
-import gc
 import math
 import operator
 import pickle
-import sys
 import warnings
 
 import numpy as np
@@ -489,22 +487,7 @@ def test_iinfo_passes_numpy_types_through():
 
 # --- reference counts --------------------------------------------------------------------------------
 
-LOOPS = 10_000
-
-
-def counts(*objects):
-    gc.collect()
-    return [sys.getrefcount(o) for o in objects]
-
-
-def assert_steady(fn, *watched, loops=LOOPS):
-    fn()  # warm numpy's cast and ufunc caches
-    before = counts(*watched)
-    for _ in range(loops):
-        fn()
-    after = counts(*watched)
-    for b, a, o in zip(before, after, watched):
-        assert abs(a - b) <= 2, f"refcount of {o!r} moved from {b} to {a} over {loops} calls"
+from steady import LOOPS, assert_steady  # noqa: E402
 
 
 @pytest.mark.parametrize("t", INTS, ids=INT_IDS)

@@ -2,36 +2,18 @@
 references it owns (stolen) or keeps (borrowed) correctly, so 10,000 calls leave the dtype
 descriptors, scalar types and arguments with the counts they had. A stolen reference given without
 its own Py_INCREF drains a static descriptor until numpy frees it and the interpreter aborts."""
-import gc
 import math
-import sys
 
 import numpy as np
 import pytest
 
 import minifloat as mf
 
-LOOPS = 10_000
+from steady import LOOPS, assert_steady
+
 OWN = ["hifloat8", "float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float6_e3m2fn", "float6_e2m3fn",
        "float4_e2m1fn", "bfloat16", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4",
        "float8_e4m3"]
-
-
-def counts(*objects):
-    gc.collect()
-    return [sys.getrefcount(o) for o in objects]
-
-
-def assert_steady(fn, *watched, loops=LOOPS):
-    """fn() run `loops` times keeps every watched object's count (a leak or a drain of one per call
-    shows as a change of `loops`; a few for caches filled by the first call are allowed)."""
-    fn()  # warm caches (numpy's cast tables, pybind11's type info)
-    before = counts(*watched)
-    for _ in range(loops):
-        fn()
-    after = counts(*watched)
-    for b, a, o in zip(before, after, watched):
-        assert abs(a - b) <= 2, f"refcount of {o!r} moved from {b} to {a} over {loops} calls"
 
 
 @pytest.mark.parametrize("name", OWN)
