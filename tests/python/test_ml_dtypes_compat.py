@@ -17,7 +17,7 @@ except ImportError:
     pass
 
 SHARED = ["float8_e4m3fn", "float8_e5m2", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn",
-          "bfloat16"]
+          "bfloat16", "float8_e4m3fnuz", "float8_e5m2fnuz", "float8_e4m3b11fnuz", "float8_e3m4", "float8_e4m3"]
 
 
 def f32(*v):
@@ -83,6 +83,21 @@ def test_written_like_an_ml_dtypes_test(dtypes):
     assert dtypes.finfo(dtypes.float4_e2m1fn).max == 6
     assert float(dtypes.finfo(dtypes.bfloat16).eps) == 2.0 ** -7
     assert dtypes.finfo(dtypes.float8_e4m3fn).nmant == 3 and dtypes.finfo(dtypes.float8_e5m2).nexp == 5
+    assert dtypes.finfo(dtypes.float8_e4m3fnuz).max == 240 and dtypes.finfo(dtypes.float8_e4m3b11fnuz).max == 30
+    assert dtypes.finfo(dtypes.float8_e3m4).max == 15.5 and dtypes.finfo(dtypes.float8_e4m3).max == 240
+    for name in ("int2", "int4", "uint2", "uint4"):
+        t = getattr(dtypes, name)
+        ii = dtypes.iinfo(t)
+        assert (int(ii.min), int(ii.max)) == {"int2": (-2, 1), "int4": (-8, 7), "uint2": (0, 3), "uint4": (0, 15)}[name]
+        assert np.array([ii.min, ii.max], dtype=t).astype(np.int32).tolist() == [ii.min, ii.max]
+
+
+@pytest.mark.parametrize("dtypes", MODULES, ids=lambda m: m.__name__)
+def test_fnuz_formats_have_one_nan_and_no_negative_zero(dtypes):
+    for name, big in (("float8_e4m3fnuz", 248), ("float8_e5m2fnuz", 61440), ("float8_e4m3b11fnuz", 31)):
+        t = getattr(dtypes, name)
+        codes = f32(-0.0, -1e-30, np.nan, big, -np.inf, 1.0).astype(t).view(np.uint8).tolist()
+        assert codes[:5] == [0x00, 0x00, 0x80, 0x80, 0x80], (name, codes)
 
 
 def test_hifloat8_beyond_ml_dtypes():
