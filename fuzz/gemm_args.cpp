@@ -94,8 +94,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (typed([&] { pw = packed_weights(b.view(), layout); })) {
     std::vector<float> packed(out_size);
     const bool packed_ok = typed([&] { gemm(a.view(), pw, bias, std::span<float>(packed), cfg); });
-    // Known defect (the packed path lacks the overflow rule of the fp32_blocks order, gemm/blocked.hpp), seen by
-    // this target on 2026-12-07: with large scales the packed path's float32 intermediates overflow
+    // Known defect (the packed path lacks the overflow rule of the fp32_blocks order, gemm/blocked.hpp),
+    // seen by this target on 2026-12-07: with large scales the packed path's float32 intermediates overflow
     // and it returns +-Inf or NaN where fp32_blocks and the exact reference are finite (e.g. A hifloat8
     // per tensor, B FP6 E3M2 per channel, k = 1: -Inf against -1.125 * 2^121). Until it is fixed the
     // comparison skips exactly those outputs, so a run does not fail at random on it; every other
