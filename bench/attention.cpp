@@ -23,7 +23,7 @@
 //       AVX-512 kernel on fp32 FMAs and on bfloat16 pairs (vdpbf16ps; the same bits), for the
 //       caches the pairs form reads (bf16, hifloat8, float8_e4m3fn), where the CPU has AVX-512:
 //       over key tiles, and with /storage:rows on a row-major cache.
-//       Counter kernel 4: the automatic choice is the pairs form (simd/avx512/dot_rate.hpp).
+//       Counter kernel 4: the automatic choice is the pairs form (simd/x86/avx512_dot_rate.hpp).
 //   prefill/<recipe>/T:2048/threads:<n>   causal, Q K V and P in <recipe> (fp32, bf16, hifloat8,
 //       float8_e4m3fn, mxfp8_e4m3); GFLOP/s counts 4 d flops per visible (query, key) pair.
 //       Blocks of 64 rows: AMX where the CPU has it, else the AVX-512 panel kernel

@@ -33,10 +33,22 @@ inline double thread_seconds() {
   return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
 
-/// One timed pass; returns GFLOP/s (2 flops per lane per FMA).
-__attribute__((target("avx512f,fma"))) inline double fma_pass512() {
+constexpr int fma_peak_chains = 12;
+
+/// GFLOP/s of `chains` (which runs fma_peak_chains chains of fma_peak_steps FMAs on `lanes`
+/// lanes, 2 flops per lane per FMA) over the thread's CPU time. Only the chains are per ISA: a
+/// target attribute cannot depend on a template argument, so the two loops below stay two, and
+/// everything around them is here once.
+template <class Chains>
+double timed_fma_gflops(int lanes, Chains chains) {
   const double t0 = thread_seconds();
-  __m512 acc[12];
+  chains();
+  const double sec = thread_seconds() - t0;
+  return 2.0 * lanes * fma_peak_chains * static_cast<double>(fma_peak_steps) / sec * 1e-9;
+}
+
+__attribute__((target("avx512f,fma"))) inline void fma_chains512() {
+  __m512 acc[fma_peak_chains];
   for (auto& a : acc) a = _mm512_set1_ps(0.0f);
   __m512 x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(0.9999999f);
   for (long i = 0; i < fma_peak_steps; ++i) {
@@ -47,13 +59,10 @@ __attribute__((target("avx512f,fma"))) inline double fma_pass512() {
   alignas(64) float t[16] = {};
   for (auto& a : acc) _mm512_store_ps(t, _mm512_add_ps(a, _mm512_load_ps(t)));
   benchmark::DoNotOptimize(t[0]);
-  const double sec = thread_seconds() - t0;
-  return 2.0 * 16 * 12 * static_cast<double>(fma_peak_steps) / sec * 1e-9;
 }
 
-__attribute__((target("avx2,fma"))) inline double fma_pass256() {
-  const double t0 = thread_seconds();
-  __m256 acc[12];
+__attribute__((target("avx2,fma"))) inline void fma_chains256() {
+  __m256 acc[fma_peak_chains];
   for (auto& a : acc) a = _mm256_set1_ps(0.0f);
   __m256 x = _mm256_set1_ps(1.0000001f), y = _mm256_set1_ps(0.9999999f);
   for (long i = 0; i < fma_peak_steps; ++i) {
@@ -64,8 +73,6 @@ __attribute__((target("avx2,fma"))) inline double fma_pass256() {
   alignas(32) float t[8] = {};
   for (auto& a : acc) _mm256_store_ps(t, _mm256_add_ps(a, _mm256_load_ps(t)));
   benchmark::DoNotOptimize(t[0]);
-  const double sec = thread_seconds() - t0;
-  return 2.0 * 8 * 12 * static_cast<double>(fma_peak_steps) / sec * 1e-9;
 }
 
 inline bool has_avx512() { return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("fma"); }
@@ -78,8 +85,8 @@ inline bool fma_peak_available() { return detail::has_avx512() || detail::has_av
 
 /// One pass of the widest FMA loop, GFLOP/s; 0 without FMA.
 inline double fma_peak_pass() {
-  if (detail::has_avx512()) return detail::fma_pass512();
-  if (detail::has_avx2()) return detail::fma_pass256();
+  if (detail::has_avx512()) return detail::timed_fma_gflops(16, detail::fma_chains512);
+  if (detail::has_avx2()) return detail::timed_fma_gflops(8, detail::fma_chains256);
   return 0.0;
 }
 #else

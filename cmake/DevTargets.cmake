@@ -1,11 +1,17 @@
 # Helpers for the project's own (non-installed-library) targets.
 include_guard(GLOBAL)
 
-# minifloat_dev_target(<target>)
+# minifloat_dev_target(<target> [HEADER_ONLY])
 #   Everything a test/tool/example/bench executable of this repo gets: the library, the warning
 #   flags, and the sanitizer flags (if MINIFLOAT_SANITIZE is set). Also applies the per-TU ISA
-#   flags of minifloat_set_isa_flags() to its sources.
+#   flags of minifloat_set_isa_flags() to its sources. The library is minifloat::kernels when it
+#   is built (every kernel compiled once, core/config.hpp), unless HEADER_ONLY: the targets that
+#   exist to check header-only use, and those whose TUs are compiled for one ISA.
 function(minifloat_dev_target target)
+  cmake_parse_arguments(PARSE_ARGV 1 _dev "HEADER_ONLY" "" "")
+  if(TARGET minifloat::kernels AND NOT _dev_HEADER_ONLY)
+    target_link_libraries(${target} PRIVATE minifloat::kernels)
+  endif()
   target_link_libraries(${target} PRIVATE minifloat::minifloat minifloat_warnings minifloat_sanitizers)
   get_target_property(_sources ${target} SOURCES)
   if(_sources)

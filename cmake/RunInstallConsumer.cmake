@@ -2,9 +2,11 @@
 #   MODE=install     cmake --install <MINIFLOAT_BINARY_DIR> into <WORK_DIR>/prefix, then build
 #                    tests/install_consumer with CMAKE_PREFIX_PATH=<WORK_DIR>/prefix
 #   MODE=build-tree  build tests/install_consumer with minifloat_DIR=<MINIFLOAT_BINARY_DIR>
-# and run the consumer, which must print "1" (float8_e4m3fn 0x38 == 1.0) on its first line.
+# and run the consumer, which must print "1" (float8_e4m3fn 0x38 == 1.0) on its first line and a
+# checksum of its results.
 # Inputs: MINIFLOAT_BINARY_DIR CONSUMER_SOURCE_DIR WORK_DIR MODE CONFIG GENERATOR MAKE_PROGRAM
-#         CXX_COMPILER WITH_FMT FMT_DIR
+#         CXX_COMPILER WITH_FMT FMT_DIR EXPECT_KERNELS (the package has minifloat::kernels: run
+#         the compiled-kernels consumer too and compare its checksum with the header-only one)
 
 foreach(_var MINIFLOAT_BINARY_DIR CONSUMER_SOURCE_DIR WORK_DIR MODE GENERATOR)
   if(NOT DEFINED ${_var} OR "${${_var}}" STREQUAL "")
@@ -73,5 +75,25 @@ message(STATUS "[run] output:\n${_last_output}")
 string(REGEX MATCH "^[^\n]*" _first_line "${_last_output}")
 if(NOT _first_line STREQUAL "1")
   message(FATAL_ERROR "[run] expected first line '1', got '${_first_line}'")
+endif()
+string(REGEX MATCH "checksum [0-9a-f]+" _header_only_sum "${_last_output}")
+if(_header_only_sum STREQUAL "")
+  message(FATAL_ERROR "[run] the header-only consumer printed no checksum line")
+endif()
+
+# The compiled-kernels consumer (when the package was built with minifloat::kernels): the same
+# first line and the same checksum, i.e. the same bits from the kernels compiled once.
+if(EXPECT_KERNELS)
+  set(_kexe "${_consumer_build}/bin/minifloat_consumer_kernels${CMAKE_EXECUTABLE_SUFFIX}")
+  if(NOT EXISTS "${_kexe}")
+    message(FATAL_ERROR "[run] ${_kexe} was not built although the package has minifloat::kernels")
+  endif()
+  _run(run-kernels "${_kexe}")
+  message(STATUS "[run-kernels] output:\n${_last_output}")
+  string(REGEX MATCH "^[^\n]*" _first_line "${_last_output}")
+  string(REGEX MATCH "checksum [0-9a-f]+" _kernels_sum "${_last_output}")
+  if(NOT _first_line STREQUAL "1" OR NOT _kernels_sum STREQUAL _header_only_sum)
+    message(FATAL_ERROR "[run-kernels] expected '1' and '${_header_only_sum}', got '${_first_line}' and '${_kernels_sum}'")
+  endif()
 endif()
 message(STATUS "${MODE} consumer: OK")

@@ -8,7 +8,7 @@
 #      arguments), each for at most MINIFLOAT_FUZZ_SECONDS (18 s: 8 targets, under 3 minutes in all) from
 #      the seeds in fuzz/corpus/
 #   4. tsan preset (RelWithDebInfo, ThreadSanitizer): the concurrency tests only
-#      (tests/unit/test_fork_join.cpp, tests/simd_equivalence/test_bulk_threads.cpp)
+#      (tests/unit/core/test_threads.cpp, tests/simd_equivalence/test_bulk_threads.cpp)
 #   5. the NEON path: tests/simd_equivalence cross-compiled for AArch64 (-O2 -DNDEBUG: the full
 #      sweeps) and run under qemu-user (tests/simd_equivalence/neon_qemu.sh, about 1.5 min on an
 #      idle machine, mostly compiling; its test cases count into the summary)

@@ -35,10 +35,6 @@
 #include "options_check.hpp"
 #include "trainer.hpp"
 
-#ifndef LM_TRAINING_DEFAULT_TEXT
-#define LM_TRAINING_DEFAULT_TEXT "data/kjv/genesis_1-25.txt"
-#endif
-
 namespace {
 
 using namespace lm;

@@ -7,6 +7,12 @@
 #include "../common/args.hpp"
 #include "trainer.hpp"
 
+// The text both programs train on by default (CMake passes the shipped slice's absolute path; this
+// fallback is the same file relative to the repository root).
+#ifndef LM_TRAINING_DEFAULT_TEXT
+#define LM_TRAINING_DEFAULT_TEXT "data/kjv/genesis_1-25.txt"
+#endif
+
 namespace lm {
 
 namespace limits {

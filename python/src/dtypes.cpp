@@ -16,6 +16,7 @@
 #include <thread>
 #include <utility>
 
+#include <minifloat/core/threads.hpp>
 #include <minifloat/formats/convert.hpp>
 #include <minifloat/formats/numeric_limits.hpp>
 #include <minifloat/formats/packed.hpp>
@@ -609,10 +610,8 @@ simd::isa parse_isa_arg(std::string_view s, std::string_view who) {
 unsigned default_threads() {
   const unsigned t = package_threads.load();
   if (t != 0) return t;
-  // Asked once: glibc answers hardware_concurrency() by reading /sys, about 10 us a call, and a
-  // strided astype calls the cast function once per element.
-  static const unsigned h = std::thread::hardware_concurrency();
-  return h == 0 ? 1U : h;
+  // thread_count(0) asks the OS once: a strided astype calls the cast function once per element.
+  return minifloat::thread_count(0);
 }
 
 void set_default_threads(unsigned n) { package_threads.store(n); }

@@ -18,7 +18,6 @@ never happen, and the summary counts them (all must be 0):
 Cases whose outcome depends on the quantize engine accept either correct behaviour (a clear
 error naming the value, or a valid result) so they stay right before and after engine fixes.
 """
-import hashlib
 import json
 import os
 import shutil
@@ -30,8 +29,8 @@ import tempfile
 
 import numpy as np
 
-# seconds per case (ASan + UBSan Debug builds are slow, but never this slow)
-TIME_LIMIT = int(os.environ.get("MINIFLOAT_CATALOGUE_TIME_LIMIT", "120"))
+# TIME_LIMIT: seconds per case (ASan + UBSan Debug builds are slow, but never this slow)
+from catalogue import TIME_LIMIT, crashed, snapshot
 
 
 # --- fixtures ------------------------------------------------------------------------------------
@@ -237,23 +236,6 @@ class Case:
         self.pre, self.check, self.either, self.help_text = pre or {}, check, either, help_text
 
 
-def snapshot(root):
-    """path -> (kind, inode, digest) of everything under root (links not followed)."""
-    out = {}
-    for base, dirs, files in os.walk(root):
-        for name in dirs + files:
-            p = os.path.join(base, name)
-            st = os.lstat(p)
-            if stat.S_ISREG(st.st_mode):
-                digest = hashlib.sha256(open(p, "rb").read()).hexdigest()
-            elif stat.S_ISLNK(st.st_mode):
-                digest = "->" + os.readlink(p)
-            else:
-                digest = ""
-            out[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), st.st_ino, digest)
-    return out
-
-
 def run_case(mf, case, fixtures, work_root, full):
     w = os.path.join(work_root, case.id)
     os.makedirs(w)
@@ -271,7 +253,7 @@ def run_case(mf, case, fixtures, work_root, full):
     except subprocess.TimeoutExpired:
         return [("hang", "no result after %d s" % TIME_LIMIT)], None
     out, err = p.stdout.decode("utf-8", "replace"), p.stderr.decode("utf-8", "replace")
-    if p.returncode < 0 or "Sanitizer" in err or "runtime error:" in err:
+    if crashed(p.returncode, err):
         problems.append(("crash", "rc %d: %s" % (p.returncode, err[-400:])))
     # data loss: the fixtures never change; pre-existing work files survive a failure
     after_f, after_w = snapshot(fixtures), snapshot(w)

@@ -18,15 +18,14 @@ Usage: bad_inputs_examples.py --bin NAME=PATH [--bin NAME=PATH ...] [--mpirun PA
   counted as skipped); examples/CMakeLists.txt registers the ctest "examples: bad inputs".
 """
 import argparse
-import hashlib
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
 
-TIME_LIMIT = int(os.environ.get("MINIFLOAT_CATALOGUE_TIME_LIMIT", "120"))
+from catalogue import TIME_LIMIT, crashed, snapshot
+
 MPI_PROGRAMS = {"moe_all_to_all", "lm_training_dp", "training_dp"}
 
 
@@ -80,21 +79,6 @@ def files_in(*names):
         missing = [n for n in names if not os.path.isfile(os.path.join(work, n))]
         return "missing outputs: %s" % ", ".join(missing) if missing else None
     return check
-
-
-def snapshot(root):
-    """Every path under root with its kind, inode and content hash (regular files)."""
-    out = {}
-    for d, dirs, files in os.walk(root):
-        for n in dirs + files:
-            p = os.path.join(d, n)
-            st = os.lstat(p)
-            h = None
-            if stat.S_ISREG(st.st_mode):
-                with open(p, "rb") as f:
-                    h = hashlib.sha256(f.read()).hexdigest()
-            out[os.path.relpath(p, root)] = (stat.S_IFMT(st.st_mode), st.st_ino, h)
-    return out
 
 
 # --- the catalogue ---------------------------------------------------------------------------------
@@ -325,8 +309,9 @@ def run_case(case, bins, mpirun, text, work_root, n):
     out = p.stdout.decode("utf-8", "replace")
     err = p.stderr.decode("utf-8", "replace")
     tail = (err.strip() or out.strip())[-600:]
-    if (p.returncode < 0 or "Sanitizer" in err or "runtime error:" in err or "terminate called" in err
-            or "MPI_ABORT" in err or "exited on signal" in err or "Aborted" in err or "Segmentation fault" in err):
+    # under mpirun a rank's crash reaches stderr only as mpirun's report of it
+    if crashed(p.returncode, err, ("terminate called", "MPI_ABORT", "exited on signal", "Aborted",
+                                   "Segmentation fault")):
         return "crash", "exit %d: %s" % (p.returncode, tail)
     after = snapshot(work)
     changed = sorted(k for k in before if k not in after or after[k] != before[k])

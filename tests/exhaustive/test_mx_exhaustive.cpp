@@ -1,6 +1,6 @@
 // All 2^32 float32 bit patterns through the MX quantize kernels (simd/mx.hpp), compared byte for
 // byte (codes and E8M0 scales) with the scalar reference path (simd/scalar/mx.hpp, itself checked
-// against tests/unit/block/mx_reference.hpp by the simd_equivalence tests), for every MX element
+// against tests/unit/quant/mx_reference.hpp by the simd_equivalence tests), for every MX element
 // format on the AVX-512 and AVX2 paths. Hidden ([.exhaustive]); run with
 //   minifloat_exhaustive "[mx]"
 //

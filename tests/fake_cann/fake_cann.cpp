@@ -26,8 +26,10 @@
 #include <vector>
 
 #include <minifloat/backend/cpu.hpp>
+#include <minifloat/quant/mx_tensor.hpp>
 
 #include "fake_cann.hpp"
+#include "support/schemes.hpp"
 
 namespace be = minifloat::backend;
 
@@ -449,17 +451,12 @@ bool is_fp8(aclDataType t) { return t == ACL_FLOAT8_E5M2 || t == ACL_FLOAT8_E4M3
 bool is_float_in(aclDataType t) { return t == ACL_FLOAT || t == ACL_FLOAT16 || t == ACL_BF16; }
 std::int64_t cdiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
 
-/// The library scheme an operator argument means (rule none: its scales are given or are outputs
-/// the CPU backend is told how to make).
-minifloat::quant_scheme scheme_of(format_id f, minifloat::granularity g, std::size_t br = 1, std::size_t bc = 128,
-                                  minifloat::scale_rule rule = minifloat::scale_rule::none) {
-  minifloat::quant_scheme s;
-  s.format = f, s.gran = g, s.block_rows = br, s.block_cols = bc, s.rule = rule;
-  return s;
-}
+// The library scheme an operator argument means (rule none: its scales are given or are outputs
+// the CPU backend is told how to make).
+using test_support::scheme_of;
+/// MX blocks along `axis`, with the block shape spelled as CANN lays the scales out (32x1 for axis 0).
 minifloat::quant_scheme mx_scheme_of(format_id f, int axis, minifloat::scale_rule rule = minifloat::scale_rule::floor) {
-  minifloat::quant_scheme s = minifloat::quant_scheme::make(f, minifloat::granularity::mx);
-  s.axis = axis, s.rule = rule;
+  minifloat::quant_scheme s = test_support::mx_scheme(f, axis, rule);
   if (axis == 0) s.block_rows = 32, s.block_cols = 1;
   return s;
 }
@@ -859,7 +856,7 @@ aclnnStatus aclnnDynamicQuantV4GetWorkspaceSize(const aclTensor* x, const aclTen
                                be::quantized_view y;
                                y.scheme = scheme_of(format_of(ys.dtype), per_tensor ? minifloat::granularity::tensor
                                                                                     : minifloat::granularity::token,
-                                                    1, 128, minifloat::scale_rule::max);
+                                                    1, 128, minifloat::rounding::nearest, minifloat::scale_rule::max);
                                y.codes = ys.view({rows, cols});
                                y.scales = ss.view({per_tensor ? 1 : rows});
                                cpu.quantize(xs.view({rows, cols}), y, {.dst_max = dst_max});

@@ -25,6 +25,7 @@
 #include "support/all_but_attention.hpp"
 
 #include "fake_cann.hpp"
+#include "support/schemes.hpp"
 #include "support/test_data.hpp"
 
 using namespace minifloat;
@@ -72,17 +73,8 @@ dev_tensor dev_upload(const std::vector<T>& host, be::element_type t, const dims
   return d;
 }
 
-quant_scheme scheme_of(format_id f, granularity g, std::size_t br = 1, std::size_t bc = 128, rounding r = rounding::nearest,
-                       scale_rule rule = scale_rule::none) {
-  quant_scheme s;
-  s.format = f, s.gran = g, s.block_rows = br, s.block_cols = bc, s.round = r, s.rule = rule;
-  return s;
-}
-quant_scheme mx_scheme(format_id f, int axis, scale_rule rule = scale_rule::floor) {
-  quant_scheme s = quant_scheme::make(f, granularity::mx);
-  s.axis = axis, s.rule = rule;
-  return s;
-}
+using test_support::mx_scheme;
+using test_support::scheme_of;
 
 /// The interface's shape of the scales of codes `shape` under s: the plain MX layout, or the fp32 grid's count.
 dims scale_dims(const quant_scheme& s, const dims& shape) {

@@ -1,7 +1,14 @@
-// Uses minifloat only through the installed package (see CMakeLists.txt next to this file).
+// Uses minifloat only through the installed package (see CMakeLists.txt next to this file),
+// header-only: every kernel it calls is compiled here (kernels_main.cpp links them instead).
 #include <minifloat/minifloat.hpp>
 
 #include <iostream>
+
+#include "workload.hpp"
+
+#if MINIFLOAT_EXTERN_KERNELS
+#error "minifloat::minifloat is header-only: MINIFLOAT_EXTERN_KERNELS must not be set"
+#endif
 
 #if defined(CONSUMER_WITH_FMT)
 #include <fmt/format.h>
@@ -18,5 +25,5 @@ int main() {
 #if defined(CONSUMER_WITH_FMT)
   std::cout << fmt::format("fmt: {}", one) << '\n';
 #endif
-  return one == 1.0f ? 0 : 1;
+  return one == 1.0f && run_workload() ? 0 : 1;
 }

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Cross-compiles the SIMD equivalence tests for AArch64 (the NEON path, include/minifloat/simd/neon)
+# Cross-compiles the SIMD equivalence tests for AArch64 (the NEON path, include/minifloat/simd/arm/neon_codec.hpp)
 # and runs them under qemu-user; a step of scripts/test.sh. Needs Debian's g++-aarch64-linux-gnu
 # and qemu-user (scripts/install-deps.sh --neon installs them).
 # Usage: bash tests/simd_equivalence/neon_qemu.sh [build dir, default build/neon-qemu] [-DNDEBUG]

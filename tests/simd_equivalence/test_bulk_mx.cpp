@@ -1,5 +1,5 @@
 // simd::mx_quantize / mx_dequantize (simd/mx.hpp) on every ISA path against the scalar reference
-// path, and that reference against the independent MX reference of tests/unit/block/
+// path, and that reference against the independent MX reference of tests/unit/quant/
 // mx_reference.hpp: identical code and scale bytes, identical values, for every MX element
 // format, every tile (1x32, 32x1, 32x32), every scale rule, float32 / bf16 / fp16 inputs, ragged
 // shapes (short last blocks, odd FP4 rows, partial vector steps and band chunks) and blocks
@@ -22,7 +22,7 @@
 #include "support/all_but_attention.hpp"
 
 #include "simd_equivalence/simd_support.hpp"
-#include "unit/block/mx_reference.hpp"
+#include "unit/quant/mx_reference.hpp"
 
 using namespace minifloat;
 namespace k = minifloat::simd;

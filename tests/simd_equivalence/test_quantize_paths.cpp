@@ -16,7 +16,7 @@
 #include "support/all_but_attention.hpp"
 
 #include "simd_equivalence/simd_support.hpp"
-#include "unit/block/mx_reference.hpp"
+#include "unit/quant/mx_reference.hpp"
 
 using namespace minifloat;
 namespace k = minifloat::simd;
@@ -82,7 +82,7 @@ void check_reference(const quantized_tensor& q, const std::vector<float>& x) {
   });
 }
 
-/// MX against tests/unit/block/mx_reference.hpp (written from the spec steps).
+/// MX against tests/unit/quant/mx_reference.hpp (written from the spec steps).
 template <class Elem>
 void check_mx_reference(const quantized_tensor& q, const std::vector<float>& x) {
   const quant_scheme& s = q.scheme();

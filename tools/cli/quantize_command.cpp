@@ -139,15 +139,18 @@ quantize_request parse_quantize(const argv_t& argv) {
       throw usage_error("--block applies to --granularity block or mx (32x32 tiles) only, got --granularity " + *gran_name);
     const auto [br, bc] = parse_block(*b);
     if (s.gran == granularity::mx) {
-      // MX scales cover 32 elements along an axis or a 32x32 tile (quant/scheme.hpp), as the
-      // scheme strings' block= key spells them: 1x32 is axis 1, 32x1 axis 0.
-      const bool row = br == 1 && bc == 32, column = br == 32 && bc == 1, square = br == 32 && bc == 32;
-      if (!row && !column && !square)
+      // Which RxC is which MX tile is the scheme strings' block= key (quant/scheme_string.hpp):
+      // its parser reads it, on an MX scheme any format can stand in for, so the two spellings
+      // cannot drift apart. The CLI's message names its own option (a contract).
+      quant_scheme tile;
+      try {
+        tile = parse_scheme("mxfp8_e4m3/block=" + std::to_string(br) + "x" + std::to_string(bc)).scheme;
+      } catch (const std::invalid_argument&) {
         throw usage_error("--block " + *b + " with --granularity mx: expected 32x32 (one E8M0 scale per 32x32 tile), "
                           "1x32 or 32x1 (blocks of 32 along axis 1 or 0)");
+      }
       if (a.get("axis")) throw usage_error("give --block or --axis with --granularity mx, not both (both set the MX tile)");
-      if (square) s.block_rows = s.block_cols = 32;
-      else s.axis = row ? 1 : 0;
+      s.block_rows = tile.block_rows, s.block_cols = tile.block_cols, s.axis = tile.axis;
     } else {
       s.block_rows = br, s.block_cols = bc;
     }

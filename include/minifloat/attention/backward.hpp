@@ -13,7 +13,8 @@
 #include <span>
 #include <vector>
 
-#include "../simd/fork_join.hpp"
+#include "entry_points.hpp"
+#include "../core/threads.hpp"
 #include "forward.hpp"
 #include "reference.hpp"
 
@@ -29,12 +30,11 @@ inline float round_static_f(float x, const static_format& f) {
 
 }  // namespace detail
 
-/// Gradients for upstream d_out (shape of out). `fwd` is the forward's result for the same
-/// q, k, v, shape, recipe and options (attention_forward or attention_reference).
-[[nodiscard]] inline attention_grads attention_backward(std::span<const float> q, std::span<const float> k,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_ATTENTION)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API attention_grads attention_backward(std::span<const float> q, std::span<const float> k,
                                                         std::span<const float> v, std::span<const float> d_out,
                                                         const attention_result& fwd, const attention_shape& s,
-                                                        const attention_recipe& r, const attention_options& opt = {}) {
+                                                        const attention_recipe& r, const attention_options& opt) {
   const auto op = dequantize_operands(q, k, v, s, r);
   if (d_out.size() != s.out_size())
     throw shape_error("attention backward: dO has " + std::to_string(d_out.size()) + " values; expected (B, Hq, Tq, dv) = " +
@@ -51,7 +51,7 @@ inline float round_static_f(float x, const static_format& f) {
   const std::size_t tasks = s.batch * s.kv_heads;
   std::vector<float> amax(tasks, 0.0f);
   std::atomic<std::size_t> next{0};
-  const unsigned nthreads = static_cast<unsigned>(std::min<std::size_t>(detail::thread_count(opt.threads), std::max<std::size_t>(tasks, 1)));
+  const unsigned nthreads = static_cast<unsigned>(std::min<std::size_t>(minifloat::thread_count(opt.threads), std::max<std::size_t>(tasks, 1)));
   minifloat::detail::fork_join(nthreads, [&](std::size_t) {
     for (;;) {
       const std::size_t t = next.fetch_add(1);
@@ -98,5 +98,6 @@ inline float round_static_f(float x, const static_format& f) {
   }
   return res;
 }
+#endif
 
 }  // namespace minifloat::attention

@@ -7,12 +7,12 @@
 // at isa avx2, or for MX scales that take a value out of bfloat16's normal range (the AVX-512
 // kernels read bfloat16); the scalar twin at isa scalar and elsewhere. A block whose operands
 // are bfloat16 pairs exactly (pairs_apply) takes its AVX-512 kernel's vdpbf16ps form, the same
-// bits, on cores where pairs beat fp32 FMAs (simd/avx512/dot_rate.hpp); block_kernel::avx512 and
+// bits, on cores where pairs beat fp32 FMAs (simd/x86/avx512_dot_rate.hpp); block_kernel::avx512 and
 // avx512_bf16 name the two forms.
 // A cache stored in the decode layouts (kv_tiles.hpp) is read by the AVX-512 kernel over tiles
 // (x86/avx512_tiles.hpp: avx512 and avx512_bf16 are its two forms) or by the scalar twin;
 // decode_step hands the other kernels row-major copies (reads_tiles).
-#include "../simd/avx512/dot_rate.hpp"
+#include "../simd/x86/avx512_dot_rate.hpp"
 #include "x86/amx.hpp"
 #include "x86/avx2.hpp"
 #include "x86/avx512.hpp"

@@ -22,9 +22,10 @@
 #include <thread>
 #include <vector>
 
+#include "entry_points.hpp"
 #include "../core/page_allocator.hpp"
 #include "../quant/quantized_tensor.hpp"
-#include "../simd/fork_join.hpp"
+#include "../core/threads.hpp"
 #include "kernel.hpp"
 #include "reference.hpp"
 #include "block_kernels.hpp"
@@ -215,11 +216,6 @@ class query_source {
   std::vector<float> owned_;
 };
 
-inline unsigned thread_count(unsigned t) {
-  if (t == 0) t = std::max(1U, std::thread::hardware_concurrency());
-  return t;
-}
-
 /// Runs the kernel for every block of one call: groups x (G * Tq rows in blocks of 64).
 /// q: the query rows (B, Hq, Tq, d); views[g] = {K, V} of group g = b * Hkv + hk.
 inline void run_blocks(const attention_shape& s, const query_source& qv, const std::vector<std::pair<kv_view, kv_view>>& views,
@@ -233,7 +229,7 @@ inline void run_blocks(const attention_shape& s, const query_source& qv, const s
   res.row_max.assign(s.rows(), -std::numeric_limits<float>::infinity());
   res.row_sum.assign(s.rows(), 0.0f);
   std::atomic<std::size_t> next{0};
-  const unsigned nthreads = static_cast<unsigned>(std::min<std::size_t>(thread_count(opt.threads), std::max<std::size_t>(tasks, 1)));
+  const unsigned nthreads = static_cast<unsigned>(std::min<std::size_t>(minifloat::thread_count(opt.threads), std::max<std::size_t>(tasks, 1)));
   minifloat::detail::fork_join(nthreads, [&](std::size_t) {
     std::vector<float> qb(max_block_rows * d), ob(max_block_rows * dv), mb(max_block_rows), lb(max_block_rows);
     std::size_t lim[max_block_rows], row_of[max_block_rows];
@@ -267,11 +263,10 @@ inline void run_blocks(const attention_shape& s, const query_source& qv, const s
 
 }  // namespace detail
 
-/// The fast forward (see the header comment); same arguments, checks and result as
-/// attention_reference.
-[[nodiscard]] inline attention_result attention_forward(std::span<const float> q, std::span<const float> k,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_ATTENTION)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API attention_result attention_forward(std::span<const float> q, std::span<const float> k,
                                                         std::span<const float> v, const attention_shape& s,
-                                                        const attention_recipe& r, const attention_options& opt = {}) {
+                                                        const attention_recipe& r, const attention_options& opt) {
   check_attention_call(s, q.size(), k.size(), v.size(), r);
   check_softmax_scale(opt);
   detail::check_fast_operand(r.k, "K", 1);
@@ -316,12 +311,14 @@ inline void run_blocks(const attention_shape& s, const query_source& qv, const s
   if (detail::has_nonfinite_result(res)) return attention_reference(q, k, v, s, r, opt);
   return res;
 }
+#endif
 
-/// attention_reference or attention_forward.
-[[nodiscard]] inline attention_result attention(std::span<const float> q, std::span<const float> k, std::span<const float> v,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_ATTENTION)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API attention_result attention(std::span<const float> q, std::span<const float> k, std::span<const float> v,
                                                 const attention_shape& s, const attention_recipe& r,
-                                                const attention_options& opt = {}, attention_path path = attention_path::fast) {
+                                                const attention_options& opt, attention_path path) {
   return path == attention_path::reference ? attention_reference(q, k, v, s, r, opt) : attention_forward(q, k, v, s, r, opt);
 }
+#endif
 
 }  // namespace minifloat::attention

@@ -26,6 +26,7 @@
 #include "../formats/format_list.hpp"
 #include "../formats/mx_scale.hpp"
 #include "../formats/packed.hpp"
+#include "../simd/decode_tables.hpp"
 #include "../simd/isa.hpp"
 #include "kv_tiles.hpp"
 #include "recipe.hpp"
@@ -75,21 +76,12 @@ struct kv_view {
 
 namespace detail {
 
-/// The 256 values of an 8-bit (or narrower) element format's codes.
-inline const std::array<float, 256>& code_values(format_id f) {
-  static const auto tables = [] {
-    std::array<std::array<float, 256>, 16> t{};
-    for_each_format([&](auto tag) {
-      using E = typename decltype(tag)::type;
-      if constexpr (sizeof_bits<E> <= 8) {
-        auto& row = t[static_cast<std::size_t>(format_id_of<E>)];
-        for (unsigned c = 0; c < 256; ++c)
-          row[c] = static_cast<float>(E::from_bits(static_cast<typename E::storage_type>(c & ((1U << sizeof_bits<E>) - 1U))));
-      }
-    });
-    return t;
-  }();
-  return tables[static_cast<std::size_t>(f)];
+/// The 256 values of an 8-bit (or narrower) element format's codes (simd/decode_tables.hpp);
+/// all zero for a wider format.
+inline const std::array<float, 256>& code_values(format_id f) noexcept {
+  static constexpr std::array<float, 256> none{};
+  const std::array<float, 256>* t = simd::detail::decode_values_of(f);
+  return t != nullptr ? *t : none;
 }
 
 /// Whether E8M0 scales in [lo, hi] keep every non-zero value of the 8-bit format f a normal

@@ -38,7 +38,9 @@
 #include <string>
 #include <vector>
 
+#include "entry_points.hpp"
 #include "../core/page_allocator.hpp"
+#include "../quant/quantize_engine.hpp"
 #include "../quant/quantized_tensor.hpp"
 #include "forward.hpp"
 
@@ -360,10 +362,9 @@ inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std:
 
 }  // namespace detail
 
-/// The double-precision reference of a decode step: the reference forward (reference.hpp) on
-/// the cache's dequantized contents, with Q and P quantized by the recipe.
-[[nodiscard]] inline attention_result decode_reference(const kv_cache& c, std::span<const float> q, std::size_t q_heads,
-                                                       std::size_t n, const decode_recipe& r, const attention_options& opt = {}) {
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_ATTENTION)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API attention_result decode_reference(const kv_cache& c, std::span<const float> q, std::size_t q_heads,
+                                                       std::size_t n, const decode_recipe& r, const attention_options& opt) {
   detail::check_decode(c, q, q_heads, n);
   const attention_shape s = detail::decode_shape(c, q_heads, n);
   std::vector<float> k, v;
@@ -375,13 +376,11 @@ inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std:
   ar.q = r.q, ar.p = r.p;
   return attention_reference(q, k, v, s, ar, opt);
 }
+#endif
 
-/// One decode step: n query tokens per query head, q (Hq, n, d), against every cached token
-/// (causal among the n new tokens when opt.mask is causal: they are the cache's last n). Out
-/// (Hq, n, dv) and m, l per (head, token). Non-finite cache contents or queries, or an fp32
-/// overflow of the kernel on finite ones: the reference.
-[[nodiscard]] inline attention_result decode_step(const kv_cache& c, std::span<const float> q, std::size_t q_heads,
-                                                  std::size_t n, const decode_recipe& r, const attention_options& opt = {}) {
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_ATTENTION)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API attention_result decode_step(const kv_cache& c, std::span<const float> q, std::size_t q_heads,
+                                                  std::size_t n, const decode_recipe& r, const attention_options& opt) {
   detail::check_decode(c, q, q_heads, n);
   const attention_shape s = detail::decode_shape(c, q_heads, n);
   if (opt.mask == mask_kind::causal && n > c.size())
@@ -406,5 +405,6 @@ inline attention_shape decode_shape(const kv_cache& c, std::size_t q_heads, std:
   if (detail::has_nonfinite_result(res)) return decode_reference(c, q, q_heads, n, r, opt);
   return res;
 }
+#endif
 
 }  // namespace minifloat::attention

@@ -28,6 +28,7 @@
 #include <span>
 #include <vector>
 
+#include "entry_points.hpp"
 #include "../quant/quantized_tensor.hpp"
 #include "recipe.hpp"
 
@@ -187,23 +188,23 @@ inline std::vector<float> to_float(const std::vector<double>& x) {
   return o;
 }
 
-/// The reference forward: out (B, Hq, Tq, dv) rounded once to float32, and m, l per row.
-[[nodiscard]] inline attention_result attention_reference(std::span<const float> q, std::span<const float> k,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_ATTENTION)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API attention_result attention_reference(std::span<const float> q, std::span<const float> k,
                                                           std::span<const float> v, const attention_shape& s,
-                                                          const attention_recipe& r, const attention_options& opt = {}) {
+                                                          const attention_recipe& r, const attention_options& opt) {
   check_softmax_scale(opt);
   const auto op = dequantize_operands(q, k, v, s, r);
   std::vector<double> out, m, l;
   detail::forward_double(op.q.data(), op.k.data(), op.v.data(), s, r.p, softmax_scale_of(s, opt), opt.mask, out, m, l);
   return {detail::to_float(out), detail::to_float(m), detail::to_float(l)};
 }
+#endif
 
-/// The reference backward: dQ, dK, dV (shapes of Q, K, V) for the upstream gradient d_out
-/// (shape of out), rounded once to float32.
-[[nodiscard]] inline attention_grads attention_backward_reference(std::span<const float> q, std::span<const float> k,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_ATTENTION)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API attention_grads attention_backward_reference(std::span<const float> q, std::span<const float> k,
                                                                   std::span<const float> v, std::span<const float> d_out,
                                                                   const attention_shape& s, const attention_recipe& r,
-                                                                  const attention_options& opt = {}) {
+                                                                  const attention_options& opt) {
   const auto op = dequantize_operands(q, k, v, s, r);
   if (d_out.size() != s.out_size())
     throw shape_error("attention backward: dO has " + std::to_string(d_out.size()) + " values; expected (B, Hq, Tq, dv) = " +
@@ -218,5 +219,6 @@ inline std::vector<float> to_float(const std::vector<double>& x) {
   }
   return out;
 }
+#endif
 
 }  // namespace minifloat::attention

@@ -21,6 +21,7 @@
 #include <span>
 #include <vector>
 
+#include "../core/config.hpp"
 #include "../quant/scales.hpp"
 #include "../simd/bulk.hpp"
 #include "../simd/mx.hpp"
@@ -28,6 +29,39 @@
 #include "recipe.hpp"
 
 namespace minifloat::comm {
+
+// --- the entry points (defined below; compiled once into minifloat::kernels in compiled-kernels
+// mode, core/config.hpp) -----------------------------------------------------------------------
+
+/// Quantizes x (a range starting on a chunk boundary) into body (flat_body_bytes(x.size()) bytes).
+/// Returns true when x held Inf or NaN.
+MINIFLOAT_KERNEL_API bool encode_flat(std::span<const float> x, const recipe& r, std::span<std::uint8_t> body);
+
+/// Dequantizes a flat body of out.size() elements into out. `streamed`: through a chunk-sized
+/// buffer and non-temporal stores (the caller fences, simd::stream_fence).
+MINIFLOAT_KERNEL_API void decode_flat(std::span<const std::uint8_t> body, const recipe& r, std::span<float> out, bool streamed = false);
+
+/// acc[i] += the dequantized element i of a flat body of acc.size() elements (fp32 adds, chunk by
+/// chunk through a chunk-sized buffer that stays in cache).
+MINIFLOAT_KERNEL_API void accumulate_flat(std::span<const std::uint8_t> body, const recipe& r, std::span<float> acc);
+
+/// The owner's step of all_reduce, fused: chunk by chunk, the dequantized bodies (each of n
+/// elements under r) are summed in their order onto +0 in fp32 -- exactly accumulate_flat of each
+/// body in turn onto a zeroed shard -- and the chunk's sum is quantized under rg into out_body
+/// (flat_body_bytes(n, rg) bytes) -- exactly encode_flat of that sum. The fp32 sum never leaves a
+/// chunk-sized buffer, which saves the shard's round trips through memory. Returns whether the sum
+/// held Inf or NaN.
+MINIFLOAT_KERNEL_API bool reduce_encode_flat(std::span<const std::span<const std::uint8_t>> bodies, std::size_t n, const recipe& r,
+                               const recipe& rg, std::span<std::uint8_t> out_body);
+
+/// Quantizes rows x cols (row-major) with a scale group per row into body. Returns true when x
+/// held Inf or NaN.
+MINIFLOAT_KERNEL_API bool encode_rows(std::span<const float> x, std::size_t rows, std::size_t cols, const recipe& r,
+                        std::span<std::uint8_t> body);
+
+/// Dequantizes a row body into out (rows x cols, row-major).
+MINIFLOAT_KERNEL_API void decode_rows(std::span<const std::uint8_t> body, std::size_t rows, std::size_t cols, const recipe& r,
+                        std::span<float> out);
 
 namespace detail {
 
@@ -209,9 +243,8 @@ class flat_encoder {
   return flat_message_bytes(len, r) - header_bytes;
 }
 
-/// Quantizes x (a range starting on a chunk boundary) into body (flat_body_bytes(x.size()) bytes).
-/// Returns true when x held Inf or NaN.
-inline bool encode_flat(std::span<const float> x, const recipe& r, std::span<std::uint8_t> body) {
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_COMM)  // declared and documented above
+MINIFLOAT_KERNEL_API bool encode_flat(std::span<const float> x, const recipe& r, std::span<std::uint8_t> body) {
   if (body.size() != flat_body_bytes(x.size(), r))
     throw shape_error("comm::encode_flat: body needs " + std::to_string(flat_body_bytes(x.size(), r)) + " bytes, got " +
                       std::to_string(body.size()));
@@ -221,6 +254,7 @@ inline bool encode_flat(std::span<const float> x, const recipe& r, std::span<std
   for (std::size_t c0 = 0, i = 0; c0 < n; c0 += r.chunk, ++i) bad = enc.chunk(i, x.subspan(c0, std::min(r.chunk, n - c0))) || bad;
   return bad;
 }
+#endif
 
 /// Where the output of a decode is streamed past the caches (simd/stream.hpp): 16 MiB of fp32,
 /// beyond what one core's caches hold, so the caller would not have read it from cache anyway.
@@ -232,9 +266,8 @@ inline constexpr std::size_t stream_output_elements = std::size_t{1} << 22;
   return total >= stream_output_elements && scale_kind_of(r.format) != scale_kind::none;
 }
 
-/// Dequantizes a flat body of out.size() elements into out. `streamed`: through a chunk-sized
-/// buffer and non-temporal stores (the caller fences, simd::stream_fence).
-inline void decode_flat(std::span<const std::uint8_t> body, const recipe& r, std::span<float> out, bool streamed = false) {
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_COMM)  // declared and documented above
+MINIFLOAT_KERNEL_API void decode_flat(std::span<const std::uint8_t> body, const recipe& r, std::span<float> out, bool streamed) {
   const std::size_t n = out.size();
   if (body.size() != flat_body_bytes(n, r))
     throw shape_error("comm::decode_flat: " + std::to_string(n) + " elements need " +
@@ -253,9 +286,7 @@ inline void decode_flat(std::span<const std::uint8_t> body, const recipe& r, std
   }
 }
 
-/// acc[i] += the dequantized element i of a flat body of acc.size() elements (fp32 adds, chunk by
-/// chunk through a chunk-sized buffer that stays in cache).
-inline void accumulate_flat(std::span<const std::uint8_t> body, const recipe& r, std::span<float> acc) {
+MINIFLOAT_KERNEL_API void accumulate_flat(std::span<const std::uint8_t> body, const recipe& r, std::span<float> acc) {
   const std::size_t n = acc.size();
   if (body.size() != flat_body_bytes(n, r))
     throw shape_error("comm::accumulate_flat: " + std::to_string(n) + " elements need " +
@@ -270,13 +301,7 @@ inline void accumulate_flat(std::span<const std::uint8_t> body, const recipe& r,
   }
 }
 
-/// The owner's step of all_reduce, fused: chunk by chunk, the dequantized bodies (each of n
-/// elements under r) are summed in their order onto +0 in fp32 -- exactly accumulate_flat of each
-/// body in turn onto a zeroed shard -- and the chunk's sum is quantized under rg into out_body
-/// (flat_body_bytes(n, rg) bytes) -- exactly encode_flat of that sum. The fp32 sum never leaves a
-/// chunk-sized buffer, which saves the shard's round trips through memory. Returns whether the sum
-/// held Inf or NaN.
-inline bool reduce_encode_flat(std::span<const std::span<const std::uint8_t>> bodies, std::size_t n, const recipe& r,
+MINIFLOAT_KERNEL_API bool reduce_encode_flat(std::span<const std::span<const std::uint8_t>> bodies, std::size_t n, const recipe& r,
                                const recipe& rg, std::span<std::uint8_t> out_body) {
   for (const auto& b : bodies)
     if (b.size() != flat_body_bytes(n, r))
@@ -301,15 +326,15 @@ inline bool reduce_encode_flat(std::span<const std::span<const std::uint8_t>> bo
   }
   return bad;
 }
+#endif
 
 /// Body bytes of `rows` rows of `cols` elements.
 [[nodiscard]] inline std::size_t row_body_bytes(std::size_t rows, std::size_t cols, const recipe& r) {
   return row_message_bytes(rows, cols, r) - header_bytes;
 }
 
-/// Quantizes rows x cols (row-major) with a scale group per row into body. Returns true when x
-/// held Inf or NaN.
-inline bool encode_rows(std::span<const float> x, std::size_t rows, std::size_t cols, const recipe& r,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_COMM)  // declared and documented above
+MINIFLOAT_KERNEL_API bool encode_rows(std::span<const float> x, std::size_t rows, std::size_t cols, const recipe& r,
                         std::span<std::uint8_t> body) {
   if (x.size() != checked_mul(rows, cols, "comm::encode_rows: rows x cols") || body.size() != row_body_bytes(rows, cols, r))
     throw shape_error("comm::encode_rows: " + std::to_string(rows) + " x " + std::to_string(cols) + " needs " +
@@ -353,8 +378,7 @@ inline bool encode_rows(std::span<const float> x, std::size_t rows, std::size_t 
   return bad;
 }
 
-/// Dequantizes a row body into out (rows x cols, row-major).
-inline void decode_rows(std::span<const std::uint8_t> body, std::size_t rows, std::size_t cols, const recipe& r,
+MINIFLOAT_KERNEL_API void decode_rows(std::span<const std::uint8_t> body, std::size_t rows, std::size_t cols, const recipe& r,
                         std::span<float> out) {
   if (out.size() != checked_mul(rows, cols, "comm::decode_rows: rows x cols") || body.size() != row_body_bytes(rows, cols, r))
     throw shape_error("comm::decode_rows: " + std::to_string(rows) + " x " + std::to_string(cols) + " needs " +
@@ -388,5 +412,6 @@ inline void decode_rows(std::span<const std::uint8_t> body, std::size_t rows, st
       return;
   }
 }
+#endif
 
 }  // namespace minifloat::comm

@@ -33,7 +33,7 @@
 //     clips that element by 2^-23), this library code 1. In the normal range the two agree,
 //     because s_max has at most 4 significant bits: s > s_max means s - s_max >= 2^-23, so the
 //     quotient exceeds a power of two by more than half an fp32 ulp and cannot round down onto it
-//     (tests/unit/block/test_mx.cpp checks both statements). TE's rounded reciprocal was not
+//     (tests/unit/quant/test_mx.cpp checks both statements). TE's rounded reciprocal was not
 //     analysed. With the exact rule, rceil never clips: |V_i| / X <= max_elem for every element.
 //   * fp32-subnormal amax (< 2^-126). torchao reads e from the exponent field (-127 for every
 //     subnormal); this library uses the true floor(log2), -127 .. -149. docs/formats/mx.md#comparison-with-torchao-and-te says both

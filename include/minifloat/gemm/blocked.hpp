@@ -5,7 +5,7 @@
 //
 // Loop nest of the blocked path (one thread's share of N, or of M), for a micro-kernel family
 // of MR x NR tiles (6 x 16 fp32: scalar twins and AVX2; 12 x 32 on AVX-512: fp32 FMA, or
-// bfloat16 pairs on vdpbf16ps, kernels_avx512.hpp; gemm_config::isa and ::microkernel choose):
+// bfloat16 pairs on vdpbf16ps, gemm/x86/avx512.hpp; gemm_config::isa and ::microkernel choose):
 //   for jc in N step nc                     B panel kc x nc   (L3)
 //     for pc in K step kc                   kc: a multiple of the K-block L (or 256 if one block)
 //       pack B(pc.., jc..) -> micro-panels of NR columns, decoded, [k][NR] (bf16: [k/2][NR] pairs)
@@ -20,7 +20,7 @@
 // GEMV path (M <= gemv_max_m, default 8): B's codes are read exactly once, streamed.
 //   B stored (N, K), AVX2 (K-block L a multiple of 32, or one block): gemv_nk_avx2 -- 32 rows of
 //   B per pass, 64 bytes of each staged, 8 x 8 byte transposes, decoded straight into k-columns
-//   of 8 outputs, four interleaved fma chains per A row (kernels.hpp).
+//   of 8 outputs, four interleaved fma chains per A row (gemm/x86/avx2.hpp).
 //   Otherwise: A is packed once; for each 16-column panel of B and each gemv_kc chunk, the panel
 //   is decoded into a small buffer and consumed at once by the micro-kernel for the M rows.
 //   The transposes cost more than the decode: weights used for many GEMVs should be packed once
@@ -29,7 +29,6 @@
 // thread in the same order, so results do not depend on the thread count.
 #include <algorithm>
 #include <array>
-#include <chrono>
 #include <cstddef>
 #include <cstdlib>
 #include <exception>
@@ -41,49 +40,14 @@
 #include <utility>
 #include <vector>
 
-#include "../simd/fork_join.hpp"
+#include "entry_points.hpp"
+#include "../core/threads.hpp"
 #include "kernels.hpp"
-#include "kernels_avx512.hpp"
 #include "reference.hpp"
+#include "x86/avx512.hpp"
+#include "../simd/x86/avx512_dot_rate.hpp"
 
 namespace minifloat {
-
-/// Which loop nest gemm() runs.
-enum class gemm_path : std::uint8_t {
-  automatic,  ///< gemv when M <= gemv_max_m, else blocked
-  blocked,    ///< the cache-blocked GEMM
-  gemv,       ///< the weight-streaming path (any M; meant for small M)
-};
-
-
-/// Which micro-kernel the blocked path runs at the AVX-512 level (below it: the AVX2 or scalar
-/// 6 x 16 fp32 kernel). Every choice computes the fp32_blocks order bit for bit
-/// (docs/gemm.md): this is a speed knob only.
-enum class gemm_microkernel : std::uint8_t {
-  automatic,  ///< the one measured faster on this CPU (detail::gemm::preferred_microkernel)
-  fp32_fma,   ///< 12 x 32 tiles of fp32 vfmadd231ps on zmm (panels of decoded floats)
-  bf16_dot,   ///< 12 x 32 tiles of vdpbf16ps (panels of bfloat16 pairs); an odd K-block length
-              ///< (block scales of odd extent along K) runs fp32_fma instead
-};
-
-constexpr std::string_view to_string(gemm_microkernel k) noexcept {
-  return k == gemm_microkernel::fp32_fma ? "fp32_fma" : k == gemm_microkernel::bf16_dot ? "bf16_dot" : "automatic";
-}
-
-struct gemm_config {
-  unsigned threads = 1;          ///< worker threads (0: std::thread::hardware_concurrency())
-  gemm_path path = gemm_path::automatic;
-  /// The widest ISA level the fast path may use (simd/isa.hpp): automatic = the CPU's best;
-  /// scalar = the portable twins (bit-identical results); avx2 caps the AVX-512 paths.
-  simd::isa isa = simd::isa::automatic;
-  gemm_microkernel microkernel = gemm_microkernel::automatic;  ///< blocked path, AVX-512 level
-  std::size_t gemv_max_m = 8;    ///< automatic path: gemv for M <= this
-  /// Blocking of the blocked path, 0 = the micro-kernel's default (6 x 16 kernels: 144, 256,
-  /// 3072; AVX-512 fp32: 240, 256, 3072; bf16: 240, 512, 3072). mc is rounded to the tile
-  /// rows, nc to the tile columns, kc to a multiple of the K-block (and even for bf16).
-  std::size_t mc = 0, kc = 0, nc = 0;
-  std::size_t gemv_kc = 1024;    ///< GEMV: K run decoded per 16-row panel (long runs stream better)
-};
 
 namespace detail::gemm {
 
@@ -260,7 +224,7 @@ struct family_6x16 {
 };
 
 #if MINIFLOAT_SIMD_X86
-/// The AVX-512 12 x 32 families (kernels_avx512.hpp): T = float (fp32 FMA) or std::uint32_t
+/// The AVX-512 12 x 32 families (gemm/x86/avx512.hpp): T = float (fp32 FMA) or std::uint32_t
 /// (bfloat16 pairs, vdpbf16ps).
 template <class T>
 struct family_12x32 {
@@ -309,11 +273,7 @@ struct family_12x32 {
   /// Asks for the C rows of the tile at (m, n) ahead of its kernel run (their loads would
   /// otherwise stall it: C is larger than L2).
   static void prefetch_c(const context& ctx, std::size_t m, std::size_t rows, std::size_t n) noexcept {
-    for (std::size_t r = 0; r < rows; ++r) {
-      const float* row = ctx.c + (m + r) * ctx.ldc + n;
-      _mm_prefetch(reinterpret_cast<const char*>(row), _MM_HINT_T0);
-      _mm_prefetch(reinterpret_cast<const char*>(row + 16), _MM_HINT_T0);
-    }
+    prefetch_c_rows(ctx.c, ctx.ldc, m, rows, n);
   }
 };
 #endif
@@ -439,38 +399,12 @@ inline void run_gemv(const context& ctx, std::size_t m0, std::size_t m1, std::si
 /// is about speed only, and the rate of vdpbf16ps against vfmadd231ps differs between cores
 /// (on the Intel core of bench/README.md vdpbf16ps zmm issues every other cycle and fp32 zmm
 /// FMAs twice per cycle, so fp32_fma is twice as fast per k; cores that run vdpbf16ps at the
-/// FMA rate make bf16_dot twice as fast). So it is measured, once per process: both kernels on
-/// an L1-resident 12 x 32 x 64 tile, interleaved, best of 9 (about 0.1 ms); bf16_dot is taken
-/// only when it is more than 15 % faster.
+/// FMA rate make bf16_dot twice as fast). The rate is simd/x86/avx512_dot_rate.hpp's, measured
+/// once per process. Threshold: bf16_dot is taken only when it is more than 15 % faster per k.
+/// Per K pair it issues one vdpbf16ps where fp32_fma issues two FMAs (same loads, stores and
+/// scale steps), so that is a vdpbf16ps costing less than 2 x 0.85 = 1.7 FMAs.
 inline gemm_microkernel preferred_microkernel() noexcept {
-#if MINIFLOAT_SIMD_X86
-  static const gemm_microkernel choice = [] {
-    if (!simd::isa_available(simd::isa::avx512)) return gemm_microkernel::fp32_fma;
-    constexpr std::size_t kc = 64, calls = 40;
-    alignas(64) static float af[kc * mr512], bfv[kc * nr512], c[mr512 * nr512];
-    alignas(64) static std::uint32_t aw[kc / 2 * mr512], bw[kc / 2 * nr512];
-    std::fill(std::begin(af), std::end(af), 1.0f);
-    std::fill(std::begin(bfv), std::end(bfv), 0.5f);
-    std::fill(std::begin(aw), std::end(aw), bf16_pair(1.0f, 1.0f));
-    std::fill(std::begin(bw), std::end(bw), bf16_pair(0.5f, 0.5f));
-    using clock = std::chrono::steady_clock;
-    auto best_fma = clock::duration::max(), best_dot = clock::duration::max();
-    for (int trial = 0; trial < 9; ++trial) {
-      auto t0 = clock::now();
-      for (std::size_t i = 0; i < calls; ++i)
-        kernel_avx512_fp32<static_cast<int>(mr512)>(kc, af, bfv, c, nr512, false, 0, nullptr, nullptr);
-      auto t1 = clock::now();
-      for (std::size_t i = 0; i < calls; ++i)
-        kernel_avx512_bf16<static_cast<int>(mr512)>(kc / 2, aw, bw, c, nr512, false, 0, nullptr, nullptr);
-      auto t2 = clock::now();
-      best_fma = std::min(best_fma, t1 - t0), best_dot = std::min(best_dot, t2 - t1);
-    }
-    return best_dot * 20 < best_fma * 17 ? gemm_microkernel::bf16_dot : gemm_microkernel::fp32_fma;
-  }();
-  return choice;
-#else
-  return gemm_microkernel::fp32_fma;
-#endif
+  return simd::avx512::bf16_pair_cost_in_fmas() < 1.7 ? gemm_microkernel::bf16_dot : gemm_microkernel::fp32_fma;
 }
 
 /// The blocked family a call runs: the widest `level` allows, the AVX-512 one chosen by `want`.
@@ -501,14 +435,10 @@ inline blocking blocking_of(blocked_family f, const gemm_config& cfg) noexcept {
   return {std::max(tm, (mc / tm) * tm), kc, std::max(tn, (nc / tn) * tn)};
 }
 
-inline unsigned thread_count(const gemm_config& cfg) {
-  unsigned t = cfg.threads == 0 ? std::thread::hardware_concurrency() : cfg.threads;
-  return t == 0 ? 1 : t;
-}
 
 /// Splits [0, M) x [0, N) over threads (along N in 16-column units when N allows, else M)
 /// and runs `body(m0, m1, n0, n1)` on each part; the calling thread takes the first, workers of
-/// the process-wide pool the others (detail/fork_join.hpp).
+/// the process-wide pool the others (core/threads.hpp).
 template <class Body>
 void parallel_split(std::size_t m, std::size_t n, unsigned threads, bool prefer_n, std::size_t unit_m,
                     std::size_t unit_n, Body&& body) {
@@ -542,8 +472,8 @@ inline void run_fast(const problem& p, std::span<const float> bias, float* c, st
 #if MINIFLOAT_SIMD_X86
   if (ctx.family == blocked_family::avx512_fp32 || ctx.family == blocked_family::avx512_bf16) {
     // The VBMI decoders (8- and 6-bit formats); FP4 keeps the AVX2 one.
-    if (vbmi_lut_of(p.a.format) != nullptr) ctx.isa.decode_a = &decode_run_vbmi, ctx.words_a = &decode_words_vbmi;
-    if (vbmi_lut_of(p.b.format) != nullptr) ctx.isa.decode_b = &decode_run_vbmi, ctx.words_b = &decode_words_vbmi;
+    if (simd::detail::bf16_bytes_of(p.a.format) != nullptr) ctx.isa.decode_a = &decode_run_vbmi, ctx.words_a = &decode_words_vbmi;
+    if (simd::detail::bf16_bytes_of(p.b.format) != nullptr) ctx.isa.decode_b = &decode_run_vbmi, ctx.words_b = &decode_words_vbmi;
   }
 #endif
   const blocking bl = blocking_of(ctx.family, cfg);
@@ -552,7 +482,7 @@ inline void run_fast(const problem& p, std::span<const float> bias, float* c, st
   ctx.gemv_kc = ctx.single ? std::max<std::size_t>(cfg.gemv_kc, 1) : p.l * std::max<std::size_t>(1, cfg.gemv_kc / p.l);
   ctx.mc = bl.mc, ctx.nc = bl.nc;
   ctx.c = c, ctx.ldc = ldc, ctx.bias = bias;
-  const unsigned threads = thread_count(cfg);
+  const unsigned threads = minifloat::thread_count(cfg.threads);
   const bool wide = ctx.family == blocked_family::avx512_fp32 || ctx.family == blocked_family::avx512_bf16;
   parallel_split(p.m, p.n, threads, gemv, wide ? mr512 : mr, wide ? nr512 : nr,
                  [&](std::size_t m0, std::size_t m1, std::size_t n0, std::size_t n1) {
@@ -569,20 +499,19 @@ inline void to_bf16_rows(const float* c, std::span<bfloat16> out) {
 
 }  // namespace detail::gemm
 
-/// Fast quantized GEMM: out (M x N, row-major) = A * B [+ bias], computed in the fp32_blocks
-/// order of reference.hpp, bit-identical to gemm_reference(..., gemm_accumulation::fp32_blocks)
-/// for every shape, thread count, path and ISA. Same operand rules and errors as the reference.
-inline void gemm(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
-                 std::span<const float> bias, std::span<float> out, const gemm_config& cfg = {}) {
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API void gemm(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
+                 std::span<const float> bias, std::span<float> out, const gemm_config& cfg) {
   const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), out.size());
   detail::gemm::run_fast(p, bias, out.data(), p.n, cfg);
 }
-inline void gemm(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
-                 std::span<const float> bias, std::span<bfloat16> out, const gemm_config& cfg = {}) {
+MINIFLOAT_KERNEL_API void gemm(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
+                 std::span<const float> bias, std::span<bfloat16> out, const gemm_config& cfg) {
   const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), out.size());
   std::vector<float> c(p.m * p.n);
   detail::gemm::run_fast(p, bias, c.data(), p.n, cfg);
   detail::gemm::to_bf16_rows(c.data(), out);
 }
+#endif
 
 }  // namespace minifloat

@@ -25,7 +25,7 @@
 //   float4_e2m1fn  two 16-entry vpshufb tables: the high and low byte of the bfloat16 of x.
 //   hifloat8       stored as sign | magnitude rank (packed_weights.hpp): bfloat16 = base[run] +
 //                  (rank % 8) * step[run], two vpshufb for base, one for step, vpmullw.
-//   float6         the 128-entry lut128 (kernels.hpp) to the two bfloat16 bytes.
+//   float6         the 128-entry lut128 (simd/decode_tables.hpp) to the two bfloat16 bytes.
 // bfloat16 -> float32 is a shift or a mask of each 32-bit lane (two values per lane), which is
 // why packing places rows in the byte order packed_weights::byte_of documents. NaN and Inf
 // codes (packed_special) are not decoded by SIMD: panels holding one run the scalar twin.
@@ -41,6 +41,7 @@
 #include <thread>
 #include <vector>
 
+#include "entry_points.hpp"
 #include "blocked.hpp"
 #include "grouped.hpp"
 #include "packed_weights.hpp"
@@ -94,23 +95,12 @@ constexpr float packed_p_unit(packed_decoder d) noexcept {
   return d == packed_decoder::shift_e4m3 ? 0x1p56f : d == packed_decoder::shift_e5m2 ? 0x1p48f : 1.0f;
 }
 
-/// float4_e2m1fn: the high ([0, 16)) and low ([16, 32)) byte of each code's bfloat16.
-inline constexpr std::array<std::uint8_t, 32> fp4_bf16_bytes = [] {
-  std::array<std::uint8_t, 32> t{};
-  const auto& values = decode_table_256<float4_e2m1fn::spec>;
-  for (unsigned c = 0; c < 16; ++c) {
-    const std::uint32_t b = std::bit_cast<std::uint32_t>(values[c]);
-    t[c] = static_cast<std::uint8_t>(b >> 24), t[16 + c] = static_cast<std::uint8_t>(b >> 16);
-  }
-  return t;
-}();
-
 /// hifloat8 by magnitude rank: the high ([0, 128)) and low ([128, 256)) byte of each rank's
 /// bfloat16 (rank 0, zero, is 0).
 inline constexpr std::array<std::uint8_t, 256> hif8_rank_bf16_bytes = [] {
   std::array<std::uint8_t, 256> t{};
-  const auto& r = hif8_rank_data;
-  const auto& values = decode_table_256<hifloat8_spec>;
+  constexpr hif8_ranks r = make_hif8_ranks();
+  const auto& values = simd::detail::decode_values<hifloat8_spec>;
   for (unsigned k = 0; k < 128; ++k) {
     const std::uint32_t b = k == 0 ? 0U : std::bit_cast<std::uint32_t>(values[r.code_of[k]]);
     t[k] = static_cast<std::uint8_t>(b >> 24), t[128 + k] = static_cast<std::uint8_t>(b >> 16);
@@ -135,7 +125,8 @@ MINIFLOAT_TARGET_AVX2 inline void load_packed_tables(const packed_weights& w, pa
     load_lut(l, t.lut);
     t.sign7 = l.sign7;
   } else if (w.decoder() == packed_decoder::bf16_nibble) {
-    for (unsigned c = 0; c < 16; ++c) hi[c] = fp4_bf16_bytes[c], lo[c] = fp4_bf16_bytes[16 + c];
+    const auto& b = simd::detail::bf16_bytes<float4_e2m1fn::spec, 16>;
+    for (unsigned c = 0; c < 16; ++c) hi[c] = b.hi[c], lo[c] = b.lo[c];
   } else if (w.decoder() == packed_decoder::rank_hif8) {
     const hif8_ranks& r = hif8_rank_table();
     for (unsigned g = 0; g < 16; ++g)
@@ -537,7 +528,7 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
       }
     }
   };
-  const std::size_t parts = std::max<std::size_t>(1, std::min<std::size_t>(thread_count(cfg), panels));
+  const std::size_t parts = std::max<std::size_t>(1, std::min<std::size_t>(minifloat::thread_count(cfg.threads), panels));
   minifloat::detail::fork_join(parts, [&](std::size_t t) { work(panels * t / parts, panels * (t + 1) / parts); });
 
   if (single) {  // epilogue: C = fma(sum, sA * sB, bias)
@@ -555,31 +546,25 @@ inline void run_packed(const operand& oa, std::size_t l_block, const packed_weig
 
 }  // namespace detail::gemm
 
-/// out (M x N) = A * B [+ bias] with B packed once (packed_weights.hpp): the weight-streaming
-/// GEMV for small M (decode-phase inference). Bit-identical to gemm(a, b, layout, ...) on the
-/// tensor b was packed from (the fp32_blocks order of reference.hpp) for every M, thread count
-/// and ISA; cfg.threads and cfg.isa apply, the blocking fields do not. Any M works, but every 8
-/// rows of A stream B once: for large M use gemm() on the unpacked tensor.
-inline void gemm(const quantized_tensor_view& a, const packed_weights& b, std::span<const float> bias,
-                 std::span<float> out, const gemm_config& cfg = {}) {
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API void gemm(const quantized_tensor_view& a, const packed_weights& b, std::span<const float> bias,
+                 std::span<float> out, const gemm_config& cfg) {
   const auto [oa, l] = detail::gemm::packed_problem(a, b, bias.size(), out.size());
   detail::gemm::run_packed(oa, l, b, bias, out.data(), cfg);
 }
-inline void gemm(const quantized_tensor_view& a, const packed_weights& b, std::span<const float> bias,
-                 std::span<bfloat16> out, const gemm_config& cfg = {}) {
+MINIFLOAT_KERNEL_API void gemm(const quantized_tensor_view& a, const packed_weights& b, std::span<const float> bias,
+                 std::span<bfloat16> out, const gemm_config& cfg) {
   const auto [oa, l] = detail::gemm::packed_problem(a, b, bias.size(), out.size());
   std::vector<float> c(oa.outer * b.n());
   detail::gemm::run_packed(oa, l, b, bias, c.data(), cfg);
   detail::gemm::to_bf16_rows(c.data(), out);
 }
+#endif
 
-/// Grouped GEMM (MoE, grouped.hpp) with every expert's weights packed: out rows [r0_g, r0_g +
-/// count_g) = A rows [r0_g, ...) * B_g [+ bias_g]. Bit-identical to grouped_gemm() on the
-/// unpacked tensors. The decode phase of a MoE layer: few tokens per expert, each expert's
-/// weights streamed once.
-inline void grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API void grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
                          std::span<const packed_weights> b, std::span<const std::span<const float>> bias,
-                         std::span<float> out, const gemm_config& cfg = {}) {
+                         std::span<float> out, const gemm_config& cfg) {
   using namespace detail::gemm;
   const auto [af, n, blocks] = packed_groups(a, group_sizes, b, bias, out.size());
   if (a.rows == 0 || n == 0) return;
@@ -589,20 +574,23 @@ inline void grouped_gemm(const quantized_tensor_view& a, std::span<const std::si
     run_packed(ag, blocks[g], b[g], bias.empty() ? std::span<const float>{} : bias[g], out.data() + r0 * n, cfg);
   }
 }
+#endif
 
-/// Every check gemm(a, packed_weights, ...) makes (as validate_gemm for the unpacked B).
-inline gemm_shape validate_gemm(const quantized_tensor_view& a, const packed_weights& b, std::size_t bias_size,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API gemm_shape validate_gemm(const quantized_tensor_view& a, const packed_weights& b, std::size_t bias_size,
                                 std::size_t out_size) {
   const auto [oa, l] = detail::gemm::packed_problem(a, b, bias_size, out_size);
   return {oa.outer, b.n(), b.k(), l};
 }
+#endif
 
-/// Every check grouped_gemm(a, group_sizes, packed experts, ...) makes (as validate_grouped_gemm).
-inline gemm_shape validate_grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API gemm_shape validate_grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
                                         std::span<const packed_weights> b,
                                         std::span<const std::span<const float>> bias, std::size_t out_size) {
   const auto [af, n, blocks] = detail::gemm::packed_groups(a, group_sizes, b, bias, out_size);
   return {a.rows, n, af.k, blocks.empty() ? 1 : blocks[0]};
 }
+#endif
 
 }  // namespace minifloat

@@ -8,6 +8,7 @@
 // tokens is allowed and writes nothing.
 #include <numeric>
 
+#include "entry_points.hpp"
 #include "blocked.hpp"
 
 namespace minifloat {
@@ -88,57 +89,62 @@ void grouped_run(const quantized_tensor_view& a, std::span<const std::size_t> gr
     run(problems[g], bias.empty() ? std::span<const float>{} : bias[g], r0, n);
 }
 
+/// grouped_gemm_reference for either output type: the reference of each group into its rows.
+template <class Out>
+void grouped_reference(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+                       std::span<const quantized_tensor_view> b, gemm_layout layout,
+                       std::span<const std::span<const float>> bias, std::span<Out> out, gemm_accumulation mode) {
+  grouped_run(a, group_sizes, b, layout, bias, out.size(),
+              [&](const problem& p, std::span<const float> bg, std::size_t r0, std::size_t n) {
+                reference_run(p, bg, out.subspan(r0 * n, p.m * n), mode);
+              });
+}
+
 }  // namespace detail::gemm
 
-/// Every check grouped_gemm() and grouped_gemm_reference() make before they touch a code or a
-/// scale (group count and sizes, summed in checked arithmetic; each B against A; bias and
-/// output sizes). Throws as they do; reads no data. Returns the shape of the whole output
-/// (m = A's rows, n = the experts' N, k, k_block of the first group; 0 without groups).
-inline gemm_shape validate_grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API gemm_shape validate_grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
                                         std::span<const quantized_tensor_view> b, gemm_layout layout,
                                         std::span<const std::span<const float>> bias, std::size_t out_size) {
   const auto problems = detail::gemm::grouped_problems(a, group_sizes, b, layout, bias, out_size);
   if (problems.empty()) return {a.rows, 0, a.cols, 1};
   return {a.rows, problems[0].n, problems[0].k, problems[0].l};
 }
+#endif
 
-/// Fast grouped GEMM (bit-identical to grouped_gemm_reference with fp32_blocks). out: total_tokens x N.
-inline void grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API void grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
                          std::span<const quantized_tensor_view> b, gemm_layout layout,
                          std::span<const std::span<const float>> bias, std::span<float> out,
-                         const gemm_config& cfg = {}) {
+                         const gemm_config& cfg) {
   detail::gemm::grouped_run(a, group_sizes, b, layout, bias, out.size(),
                             [&](const detail::gemm::problem& p, std::span<const float> bg, std::size_t r0, std::size_t n) {
                               detail::gemm::run_fast(p, bg, out.data() + r0 * n, n, cfg);
                             });
 }
-inline void grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+MINIFLOAT_KERNEL_API void grouped_gemm(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
                          std::span<const quantized_tensor_view> b, gemm_layout layout,
                          std::span<const std::span<const float>> bias, std::span<bfloat16> out,
-                         const gemm_config& cfg = {}) {
+                         const gemm_config& cfg) {
   std::vector<float> c(out.size());
   grouped_gemm(a, group_sizes, b, layout, bias, std::span<float>(c), cfg);
   detail::gemm::to_bf16_rows(c.data(), out);
 }
+#endif
 
-/// Reference grouped GEMM (either accumulation mode of reference.hpp).
-inline void grouped_gemm_reference(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API void grouped_gemm_reference(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
                                    std::span<const quantized_tensor_view> b, gemm_layout layout,
                                    std::span<const std::span<const float>> bias, std::span<float> out,
-                                   gemm_accumulation mode = gemm_accumulation::exact) {
-  detail::gemm::grouped_run(a, group_sizes, b, layout, bias, out.size(),
-                            [&](const detail::gemm::problem& p, std::span<const float> bg, std::size_t r0, std::size_t n) {
-                              detail::gemm::reference_run(p, bg, out.subspan(r0 * n, p.m * n), mode);
-                            });
+                                   gemm_accumulation mode) {
+  detail::gemm::grouped_reference(a, group_sizes, b, layout, bias, out, mode);
 }
-inline void grouped_gemm_reference(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
+MINIFLOAT_KERNEL_API void grouped_gemm_reference(const quantized_tensor_view& a, std::span<const std::size_t> group_sizes,
                                    std::span<const quantized_tensor_view> b, gemm_layout layout,
                                    std::span<const std::span<const float>> bias, std::span<bfloat16> out,
-                                   gemm_accumulation mode = gemm_accumulation::exact) {
-  detail::gemm::grouped_run(a, group_sizes, b, layout, bias, out.size(),
-                            [&](const detail::gemm::problem& p, std::span<const float> bg, std::size_t r0, std::size_t n) {
-                              detail::gemm::reference_run(p, bg, out.subspan(r0 * n, p.m * n), mode);
-                            });
+                                   gemm_accumulation mode) {
+  detail::gemm::grouped_reference(a, group_sizes, b, layout, bias, out, mode);
 }
+#endif
 
 }  // namespace minifloat

@@ -59,10 +59,12 @@
 #include <vector>
 
 #include "../core/checked.hpp"
+#include "../core/config.hpp"
 #include "../core/errors.hpp"
 #include "../formats/mx_scale.hpp"
 #include "../formats/format_list.hpp"
 #include "../quant/quantized_tensor.hpp"
+#include "../simd/decode_tables.hpp"
 
 namespace minifloat {
 
@@ -73,31 +75,20 @@ constexpr std::string_view to_string(gemm_layout l) noexcept { return l == gemm_
 
 namespace detail::gemm {
 
-/// The 256-entry decode table of an element format of at most 8 bits: the format's own
-/// constexpr table (formats/basic_float.hpp) indexed by the code masked to the format's width,
-/// as basic_float::from_bits masks it (FP4 and FP6 codes repeat every 16 / 64 entries).
-template <class Spec>
-inline constexpr std::array<float, 256> decode_table_256 = [] {
-  std::array<float, 256> r{};
-  const auto& t = minifloat::detail::decode_table<Spec>;
-  for (unsigned c = 0; c < 256; ++c) r[c] = t[c & (t.size() - 1)];
-  return r;
-}();
-
 inline bool is_gemm_element(format_id f) noexcept {
   return f == format_id::hifloat8 || f == format_id::float8_e4m3fn || f == format_id::float8_e5m2 ||
          f == format_id::float6_e3m2fn || f == format_id::float6_e2m3fn || f == format_id::float4_e2m1fn;
 }
 
-/// The decode table of a GEMM element format (is_gemm_element); nullptr for any other format.
-constexpr const std::array<float, 256>* decode_table_ptr(format_id f) noexcept {
-  const std::array<float, 256>* t = nullptr;
-  visit_format(f, [&](auto tag) {
-    using Elem = typename decltype(tag)::type;
-    if constexpr (sizeof_bits<Elem> <= 8) t = &decode_table_256<typename Elem::spec>;
-  });
-  return t;
+/// The decode table of an element format of at most 8 bits (simd/decode_tables.hpp); nullptr
+/// for any other format. Out of line in compiled-kernels mode: the tables are built at compile
+/// time, once.
+MINIFLOAT_KERNEL_API const std::array<float, 256>* decode_table_ptr(format_id f) noexcept;
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)
+MINIFLOAT_KERNEL_API const std::array<float, 256>* decode_table_ptr(format_id f) noexcept {
+  return simd::detail::decode_values_of(f);
 }
+#endif
 
 inline const std::array<float, 256>& decode_table_of(format_id f) { return *decode_table_ptr(f); }
 

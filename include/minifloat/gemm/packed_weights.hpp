@@ -40,7 +40,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels.hpp"
+
 #include "operand.hpp"
 
 namespace minifloat {
@@ -53,7 +53,7 @@ enum class packed_decoder : std::uint8_t {
   shift_e5m2,   ///< float8_e5m2: shifts place the code as the bfloat16 of 2^-112 x
   bf16_nibble,  ///< float4_e2m1fn: two 16-entry vpshufb tables give the bfloat16's two bytes
   rank_hif8,    ///< hifloat8 stored as sign | magnitude rank: bfloat16 = base + rank * step
-  bf16_lut,     ///< float6: the 128-entry lut128 (kernels.hpp) gives the bfloat16's two bytes
+  bf16_lut,     ///< float6: the 128-entry lut128 (simd/decode_tables.hpp) gives the bfloat16's two bytes
 };
 
 inline packed_decoder packed_decoder_of(format_id f) noexcept {
@@ -86,7 +86,7 @@ struct hif8_ranks {
 
 constexpr hif8_ranks make_hif8_ranks() {
   hif8_ranks r;
-  const auto& table = decode_table_256<hifloat8_spec>;
+  const auto& table = simd::detail::decode_values<hifloat8_spec>;
   std::array<unsigned, 128> order{};
   for (unsigned c = 0; c < 128; ++c) order[c] = c;
   std::sort(order.begin(), order.end(), [&](unsigned x, unsigned y) { return table[x] < table[y]; });
@@ -105,9 +105,15 @@ constexpr hif8_ranks make_hif8_ranks() {
   return r;
 }
 
-/// The rank table, built at compile time from HiF8's decode table.
-inline constexpr hif8_ranks hif8_rank_data = make_hif8_ranks();
-constexpr const hif8_ranks& hif8_rank_table() noexcept { return hif8_rank_data; }
+/// The rank table, built at compile time from HiF8's decode table (once, in the kernels library,
+/// in compiled-kernels mode).
+MINIFLOAT_KERNEL_API const hif8_ranks& hif8_rank_table() noexcept;
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)
+MINIFLOAT_KERNEL_API const hif8_ranks& hif8_rank_table() noexcept {
+  static constexpr hif8_ranks ranks = make_hif8_ranks();
+  return ranks;
+}
+#endif
 
 /// Codes the AVX2 decoders do not handle (NaN, Inf): panels holding one run the scalar twin.
 inline bool packed_special(format_id f, unsigned code) noexcept {

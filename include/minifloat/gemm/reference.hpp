@@ -57,20 +57,12 @@
 #include <cmath>
 #include <span>
 
+#include "entry_points.hpp"
 #include "../formats/float16.hpp"
 #include "exact_sum.hpp"
 #include "operand.hpp"
 
 namespace minifloat {
-
-enum class gemm_accumulation : std::uint8_t {
-  exact,        ///< exact products and sum, one rounding to the output type
-  fp32_blocks,  ///< fp32 partial sum per K-block, scaled and accumulated in fp32 (header comment)
-};
-
-constexpr std::string_view to_string(gemm_accumulation a) noexcept {
-  return a == gemm_accumulation::exact ? "exact" : "fp32_blocks";
-}
 
 namespace detail::gemm {
 
@@ -172,26 +164,25 @@ void reference_run(const problem& p, std::span<const float> bias, std::span<Out>
 
 }  // namespace detail::gemm
 
-/// Reference GEMM: out (M x N, row-major) = A * B [+ bias], A (M, K), B stored per `layout`.
-/// bias: empty or N floats. Throws shape_error / unsupported_error (operand.hpp) for operands
-/// that do not fit together.
-inline void gemm_reference(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API void gemm_reference(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
                            std::span<const float> bias, std::span<float> out,
-                           gemm_accumulation mode = gemm_accumulation::exact) {
+                           gemm_accumulation mode) {
   const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), out.size());
   detail::gemm::reference_run(p, bias, out, mode);
 }
-inline void gemm_reference(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
+MINIFLOAT_KERNEL_API void gemm_reference(const quantized_tensor_view& a, const quantized_tensor_view& b, gemm_layout layout,
                            std::span<const float> bias, std::span<bfloat16> out,
-                           gemm_accumulation mode = gemm_accumulation::exact) {
+                           gemm_accumulation mode) {
   const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), out.size());
   detail::gemm::reference_run(p, bias, out, mode);
 }
+#endif
 
-/// The exact value of every output rounded to double (for error analysis; no fp32 range limit).
-[[nodiscard]] inline std::vector<double> gemm_reference_exact_double(const quantized_tensor_view& a,
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_GEMM)  // declared and documented in entry_points.hpp
+MINIFLOAT_KERNEL_API std::vector<double> gemm_reference_exact_double(const quantized_tensor_view& a,
                                                                      const quantized_tensor_view& b, gemm_layout layout,
-                                                                     std::span<const float> bias = {}) {
+                                                                     std::span<const float> bias) {
   const std::size_t mn = checked_mul(a.rows, layout == gemm_layout::kn ? b.cols : b.rows, "gemm: output M x N");
   const auto p = detail::gemm::make_problem(a, b, layout, bias.size(), mn);
   std::vector<double> r(mn);
@@ -199,5 +190,6 @@ inline void gemm_reference(const quantized_tensor_view& a, const quantized_tenso
     for (std::size_t n = 0; n < p.n; ++n) r[m * p.n + n] = detail::gemm::exact_one(p, m, n, bias).round(53, -1022, 1024);
   return r;
 }
+#endif
 
 }  // namespace minifloat

@@ -32,6 +32,9 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <ios>
+#include <limits>
 #include <initializer_list>
 #include <random>
 #include <span>
@@ -90,26 +93,6 @@ enum class file_kind : std::uint8_t {
 
 namespace detail {
 
-/// Control bytes (and DEL) as \xNN, so text from a file or a command line cannot move the
-/// terminal cursor, change colours or break a one-line message.
-[[nodiscard]] inline std::string printable_text(std::string_view text, std::size_t max_chars = std::string_view::npos) {
-  constexpr std::string_view hex = "0123456789abcdef";
-  std::string out;
-  const std::size_t n = text.size() < max_chars ? text.size() : max_chars;
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    if (b < 0x20 || b == 0x7F) {
-      out += "\\x";
-      out += hex[b >> 4];
-      out += hex[b & 0xFU];
-    } else {
-      out += text[i];
-    }
-  }
-  if (n < text.size()) out += "...";
-  return out;
-}
-
 [[nodiscard]] inline std::string path_text(const std::filesystem::path& p) { return printable_text(p.string()); }
 
 [[nodiscard]] inline std::string errno_text(int e) {
@@ -149,6 +132,33 @@ inline void require_regular_file(const std::filesystem::path& p, std::string_vie
   if (k == file_kind::missing)
     throw io_error(name + ": cannot open for reading (no such file or directory); expected " + std::string(expected));
   throw io_error(name + ": is " + std::string(to_string(k)) + ", not a regular file; expected " + std::string(expected));
+}
+
+/// A regular file open for binary reading, positioned at its start, and its size in bytes.
+struct input_file {
+  std::ifstream in;
+  std::size_t size = 0;
+};
+
+/// The one way the readers open a file: require_regular_file(p, kind) first (a FIFO or device
+/// would never end), then the stream and its size. Every failure goes to `fail(message)`, which
+/// throws the reader's own io_error: "cannot open for reading (<errno text>)" + `on_open_error`,
+/// or "cannot determine the file size; expected a regular file".
+template <class Fail>
+[[nodiscard]] input_file open_input(const std::filesystem::path& p, std::string_view kind, std::string_view on_open_error,
+                                    Fail&& fail) {
+  require_regular_file(p, kind);
+  input_file f;
+  errno = 0;
+  f.in.open(p, std::ios::binary);
+  if (!f.in) fail("cannot open for reading" + detail::errno_text(errno) + std::string(on_open_error));
+  f.in.seekg(0, std::ios::end);
+  const std::streamoff end = f.in.tellg();
+  f.in.seekg(0, std::ios::beg);
+  if (!f.in || end < 0 || static_cast<std::uintmax_t>(end) > std::numeric_limits<std::size_t>::max())
+    fail(std::string("cannot determine the file size; expected a regular file"));
+  f.size = static_cast<std::size_t>(end);
+  return f;
 }
 
 /// True when a and b name the same file: same device and inode if both exist, else the same

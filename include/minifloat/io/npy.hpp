@@ -173,25 +173,10 @@ template <npy_element T>
     return "std::int32_t";
 }
 
-// Escapes control bytes (and, with escape_non_ascii, bytes >= 0x7F) as \xNN and cuts after
-// max_chars input bytes, so text taken from a corrupt file cannot break the one-line message.
+/// printable_text (io/error.hpp) with npy's arguments: non-ASCII bytes escaped on request.
 [[nodiscard]] inline std::string npy_printable(std::string_view text, bool escape_non_ascii,
                                                std::size_t max_chars = std::string_view::npos) {
-  constexpr std::string_view hex = "0123456789abcdef";
-  std::string out;
-  const std::size_t count = text.size() < max_chars ? text.size() : max_chars;
-  for (std::size_t i = 0; i < count; ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x20 || byte == 0x7F || (escape_non_ascii && byte > 0x7F)) {
-      out += "\\x";
-      out += hex[byte >> 4];
-      out += hex[byte & 0xFu];
-    } else {
-      out += text[i];
-    }
-  }
-  if (count < text.size()) out += "...";
-  return out;
+  return printable_text(text, max_chars, escape_non_ascii ? escape::non_ascii : escape::control);
 }
 
 // Python's repr of a shape tuple, as in the header: "()", "(5,)", "(2, 3)".
@@ -231,13 +216,6 @@ template <npy_element T>
   text += ": ";
   text += message;
   throw io_error(text);
-}
-
-// Errno is the only error detail std streams leave behind; it is usually set by the failing
-// open/read/write on POSIX, and when it is not we simply say nothing more.
-[[nodiscard]] inline std::string npy_errno_suffix(int error) {
-  if (error == 0) return "";
-  return " (" + std::generic_category().message(error) + ")";
 }
 
 struct npy_preamble {
@@ -695,19 +673,8 @@ struct npy_array {
 // shape cannot trigger a huge allocation.
 [[nodiscard]] inline npy_array read_npy(const std::filesystem::path& path) {
   const std::string name = path.string();
-  require_regular_file(path, "a .npy file");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in)
-    detail::throw_npy_error(
-        name, "cannot open for reading" + detail::npy_errno_suffix(errno) + "; expected a readable .npy file");
-  in.seekg(0, std::ios::end);
-  const std::streamoff end = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (!in || end < 0 || static_cast<std::uintmax_t>(end) > std::numeric_limits<std::size_t>::max()) {
-    detail::throw_npy_error(name, "cannot determine the file size; expected a regular file");
-  }
-  const auto file_size = static_cast<std::size_t>(end);
+  auto [in, file_size] = open_input(path, "a .npy file", "; expected a readable .npy file",
+                                    [&](const std::string& m) { detail::throw_npy_error(name, m); });
 
   std::array<char, 12> head{};
   const std::size_t head_size = detail::npy_read_some(in, head.data(), file_size < 12 ? file_size : 12);
@@ -724,7 +691,7 @@ struct npy_array {
   in.seekg(static_cast<std::streamoff>(preamble.header_offset), std::ios::beg);
   std::string text(preamble.header_size, '\0');
   if (detail::npy_read_some(in, text.data(), text.size()) != text.size()) {
-    detail::throw_npy_error(name, "read error in the header" + detail::npy_errno_suffix(errno) + "; expected " +
+    detail::throw_npy_error(name, "read error in the header" + detail::errno_text(errno) + "; expected " +
                                       std::to_string(text.size()) + " header bytes");
   }
   detail::npy_layout layout = detail::parse_npy_header(text, preamble.header_offset, name);

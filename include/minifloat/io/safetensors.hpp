@@ -185,22 +185,10 @@ struct st_counting_less {
   }
 };
 
+/// printable_text (io/error.hpp) as safetensors messages quote names: every byte >= 0x7F
+/// escaped, 60 bytes unless told.
 [[nodiscard]] inline std::string st_printable(std::string_view text, std::size_t max_chars = 60) {
-  constexpr std::string_view hex = "0123456789abcdef";
-  std::string out;
-  const std::size_t n = std::min(text.size(), max_chars);
-  for (std::size_t i = 0; i < n; ++i) {
-    const auto b = static_cast<unsigned char>(text[i]);
-    if (b < 0x20 || b >= 0x7F) {
-      out += "\\x";
-      out += hex[b >> 4];
-      out += hex[b & 0xFU];
-    } else {
-      out += text[i];
-    }
-  }
-  if (n < text.size()) out += "...";
-  return out;
+  return printable_text(text, max_chars, escape::non_ascii);
 }
 
 [[noreturn]] inline void throw_st_error(std::string_view file, const std::string& message) {
@@ -619,10 +607,6 @@ class st_json_reader {
   return static_cast<std::size_t>(n);
 }
 
-[[nodiscard]] inline std::string st_errno_suffix(int e) {
-  return e == 0 ? std::string() : " (" + std::generic_category().message(e) + ")";
-}
-
 }  // namespace detail
 
 /// Parses the N header bytes (the JSON text) of a file whose data buffer has data_size bytes.
@@ -660,23 +644,15 @@ class st_json_reader {
 /// Reads and validates the header of a file on disk (the data is not read).
 [[nodiscard]] inline safetensors_header read_safetensors_header(const std::filesystem::path& path) {
   const std::string file = path.string();
-  require_regular_file(path, "a .safetensors file");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) detail::throw_st_error(file, "cannot open for reading" + detail::st_errno_suffix(errno) +
-                                            "; expected a readable .safetensors file");
-  in.seekg(0, std::ios::end);
-  const std::streamoff end = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (!in || end < 0) detail::throw_st_error(file, "cannot determine the file size; expected a regular file");
-  const auto file_size = static_cast<std::size_t>(end);
+  auto [in, file_size] = open_input(path, "a .safetensors file", "; expected a readable .safetensors file",
+                                    [&](const std::string& m) { detail::throw_st_error(file, m); });
   std::array<std::byte, 8> head{};
   in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(std::min<std::size_t>(8, file_size)));
   const std::size_t n = detail::st_header_size(head, file_size, file);
   std::string json(n, '\0');
   in.read(json.data(), static_cast<std::streamsize>(n));
   if (static_cast<std::size_t>(in.gcount()) != n)
-    detail::throw_st_error(file, "read error in the header" + detail::st_errno_suffix(errno));
+    detail::throw_st_error(file, "read error in the header" + detail::errno_text(errno));
   return parse_safetensors_header(json, file_size - 8 - n, file);
 }
 
@@ -687,14 +663,10 @@ class st_json_reader {
   const std::string file = path.string();
   if (t.end < t.begin || t.end > h.data_size)
     detail::throw_st_error(file, "tensor \"" + detail::st_printable(t.name) + "\" is not inside the data buffer");
-  require_regular_file(path, "a .safetensors file");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) detail::throw_st_error(file, "cannot open for reading" + detail::st_errno_suffix(errno));
+  auto [in, end] = open_input(path, "a .safetensors file", "",
+                              [&](const std::string& m) { detail::throw_st_error(file, m); });
   // The header must describe this file as it is now, or the offsets mean nothing.
-  in.seekg(0, std::ios::end);
-  const std::streamoff end = in.tellg();
-  if (!in || end < 0 || static_cast<std::uintmax_t>(end) != h.data_offset + h.data_size)
+  if (static_cast<std::uintmax_t>(end) != h.data_offset + h.data_size)
     detail::throw_st_error(file, "the file has " + std::to_string(end) + " bytes but its header describes " +
                                      std::to_string(h.data_offset + h.data_size) +
                                      "; expected the header read from this file (file changed?)");
@@ -710,11 +682,9 @@ class st_json_reader {
 /// Reads a whole file into memory and parses it.
 [[nodiscard]] inline safetensors_file read_safetensors(const std::filesystem::path& path) {
   const std::string file = path.string();
-  require_regular_file(path, "a .safetensors file");
-  errno = 0;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) detail::throw_st_error(file, "cannot open for reading" + detail::st_errno_suffix(errno) +
-                                            "; expected a readable .safetensors file");
+  auto [in, size] = open_input(path, "a .safetensors file", "; expected a readable .safetensors file",
+                               [&](const std::string& m) { detail::throw_st_error(file, m); });
+  (void)size;
   std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   return parse_safetensors(std::as_bytes(std::span<const char>(chars)), file);
 }

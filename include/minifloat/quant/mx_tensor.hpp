@@ -356,25 +356,11 @@ class mx_tensor {
 
 /// Quantizes a row-major rows x cols tensor into a new mx_tensor (see mx_quantize_into).
 /// Throws shape_error if x.size() != rows * cols or axis is not 0 or 1.
-template <mx_element Elem>
-[[nodiscard]] mx_tensor<Elem> mx_quantize(std::span<const float> x, std::size_t rows, std::size_t cols, int axis = 1,
+template <mx_element Elem, simd::bulk_input_range X>
+[[nodiscard]] mx_tensor<Elem> mx_quantize(const X& x, std::size_t rows, std::size_t cols, int axis = 1,
                                           scale_rule rule = scale_rule::floor) {
   mx_tensor<Elem> t(rows, cols, axis, rule);
-  mx_quantize_into(x, t.mutable_view());
-  return t;
-}
-template <mx_element Elem>
-[[nodiscard]] mx_tensor<Elem> mx_quantize(std::span<const bfloat16> x, std::size_t rows, std::size_t cols, int axis = 1,
-                                          scale_rule rule = scale_rule::floor) {
-  mx_tensor<Elem> t(rows, cols, axis, rule);
-  mx_quantize_into(x, t.mutable_view());
-  return t;
-}
-template <mx_element Elem>
-[[nodiscard]] mx_tensor<Elem> mx_quantize(std::span<const float16> x, std::size_t rows, std::size_t cols, int axis = 1,
-                                          scale_rule rule = scale_rule::floor) {
-  mx_tensor<Elem> t(rows, cols, axis, rule);
-  mx_quantize_into(x, t.mutable_view());
+  mx_quantize_into(std::span<const simd::bulk_input_of<X>>(x), t.mutable_view());
   return t;
 }
 

@@ -82,22 +82,12 @@ struct amax_scaling {
   rounding round = rounding::nearest;
 
   /// The HiF8 guard rule with this N_guard.
-  static amax_scaling hif8_guard(int n_guard) {
-    amax_scaling a;
-    a.n_guard = n_guard;
-    a.validate();
-    return a;
-  }
+  static amax_scaling hif8_guard(int n_guard) { return checked({.n_guard = n_guard}); }
   /// The HiF8 guard rule with the role's default N_guard (11 weight, 10 activation / gradient).
   static amax_scaling hif8_guard(tensor_role r) { return hif8_guard(default_n_guard(r)); }
   /// TE's rule: s = amax * 2^margin / max_finite(f).
   static amax_scaling fp8_max(format_id f, int margin = 0) {
-    amax_scaling a;
-    a.format = f;
-    a.rule = scale_rule::max;
-    a.margin = margin;
-    a.validate();
-    return a;
+    return checked({.format = f, .rule = scale_rule::max, .margin = margin});
   }
   /// TE Format.HYBRID: float8_e4m3fn for weights and activations, float8_e5m2 for gradients.
   static amax_scaling fp8_hybrid(tensor_role r, int margin = 0) {
@@ -105,16 +95,17 @@ struct amax_scaling {
   }
   /// amax -> dst_max exactly: s = amax / dst_max (MindSpeed tensorwise HiF8: 15 or 224).
   static amax_scaling max_to(format_id f, float dst_max) {
-    amax_scaling a;
-    a.format = f;
-    a.rule = scale_rule::max;
-    a.dst_max = dst_max;
-    a.validate();
-    return a;
+    return checked({.format = f, .rule = scale_rule::max, .dst_max = dst_max});
   }
   /// MindSpeed's HiF8 tensorwise targets: HIF8_15 for inputs and weights, HIF8_224 for grads.
   static amax_scaling mindspeed_hif8(tensor_role r) {
     return max_to(format_id::hifloat8, r == tensor_role::gradient ? 224.0f : 15.0f);
+  }
+
+  /// a, validated (the factories above build their recipe through it).
+  static amax_scaling checked(const amax_scaling& a) {
+    a.validate();
+    return a;
   }
 
   /// pow2 target T = 15 - n_guard (pow2 only).

@@ -2,7 +2,8 @@
 // Bulk quantize/dequantize over spans: any length, any alignment, every format, every rounding
 // mode and overflow policy of policy.hpp, inputs float32 / bfloat16 / float16. Each call runs on
 // one thread (simd/threads.hpp splits a span over threads) and picks its ISA path as
-// dispatch.hpp describes; every path gives the bits of the scalar reference (convert.hpp).
+// bulk_dispatch.hpp describes (where the definitions are: included here in header-only mode,
+// compiled once into minifloat::kernels in compiled-kernels mode, core/config.hpp); every path gives the bits of the scalar reference (convert.hpp).
 //
 //   encode<T>(x, codes, conversion, options)          codes[i] = encode<T>(x[i], conversion, r_i)
 //   decode<T>(codes, out)                             out[i] = float(T::from_bits(codes[i]))
@@ -16,7 +17,7 @@
 // r_i = random_bits(options.seed, options.first_index + i) for rounding::stochastic, so results
 // do not depend on the ISA path or on how a span is split.
 //
-// Every function is noexcept and returns kernel_status (common.hpp): null_pointer for a null
+// Every function is noexcept and returns kernel_status (options.hpp): null_pointer for a null
 // span with a non-zero size, size_mismatch when the output does not have the input's length
 // (FP4 packed: (n + 1) / 2 bytes), unsupported_isa for a forced path the CPU lacks. Outputs are
 // untouched unless the status is ok. simd::check(status, "who") throws instead.
@@ -37,23 +38,18 @@
 // modes). In the default environment every path is bit-identical.
 #include <cstddef>
 #include <cstdint>
+#include <ranges>
 #include <span>
+#include <type_traits>
 
 #include "../formats/e8m0.hpp"
 #include "../formats/float16.hpp"
 #include "../formats/float8.hpp"
 #include "../formats/hifloat8.hpp"
 #include "../formats/mx_elements.hpp"
+#include "../core/config.hpp"
 #include "options.hpp"
 #include "isa.hpp"
-#include "scalar/codec.hpp"
-#if MINIFLOAT_SIMD_X86
-#include "avx2/codec.hpp"
-#include "avx512/codec.hpp"
-#endif
-#if MINIFLOAT_SIMD_NEON
-#include "neon/codec.hpp"
-#endif
 
 namespace minifloat::simd {
 
@@ -61,100 +57,42 @@ namespace minifloat::simd {
 template <class T>
 concept bulk_input = std::same_as<T, float> || std::same_as<T, bfloat16> || std::same_as<T, float16>;
 
+/// A contiguous range of bulk inputs (a std::vector, std::span or array of float, bfloat16 or
+/// float16), for the functions that take any of the three input types in one signature.
+template <class X>
+using bulk_input_of = std::remove_cv_t<std::ranges::range_value_t<X>>;
+template <class X>
+concept bulk_input_range = std::ranges::contiguous_range<X> && bulk_input<bulk_input_of<X>>;
+
 /// The storage of T's codes in a bulk buffer (FP4/FP6: one code per byte, in the low bits).
 template <class T>
 using code_t = typename T::storage_type;
 
-/// The SIMD kernel namespace compiled for this target (same functions, same signatures).
-#if MINIFLOAT_SIMD_X86
-namespace simd_ns = avx2;
-#elif MINIFLOAT_SIMD_NEON
-namespace simd_ns = neon;
-#endif
-
-/// Runs scalar_call (simd::scalar) or simd_call (simd::simd_ns) for the path `path` resolves
-/// to, or returns unsupported_isa; isa::avx512 runs simd_call (AVX2). For kernels that have no
-/// AVX-512 path (simd/mx.hpp). Without a SIMD namespace simd_call is dropped unparsed.
-#if MINIFLOAT_SIMD_X86 || MINIFLOAT_SIMD_NEON
-#define MINIFLOAT_SIMD_DISPATCH(path, scalar_call, simd_call)            \
-  switch (::minifloat::simd::detail::resolve(path)) {                     \
-    case ::minifloat::simd::isa::scalar: scalar_call; break;              \
-    case ::minifloat::simd::isa::avx2:                                    \
-    case ::minifloat::simd::isa::avx512:                                  \
-    case ::minifloat::simd::isa::neon: simd_call; break;                  \
-    default: return ::minifloat::simd::kernel_status::unsupported_isa;   \
-  }
-#else
-#define MINIFLOAT_SIMD_DISPATCH(path, scalar_call, simd_call)            \
-  switch (::minifloat::simd::detail::resolve(path)) {                     \
-    case ::minifloat::simd::isa::scalar: scalar_call; break;              \
-    default: return ::minifloat::simd::kernel_status::unsupported_isa;   \
-  }
-#endif
-
-/// The bulk codecs' dispatch: `assign` (empty, or e.g. `amax =`) followed by the call, made in
-/// the namespace of the path `path` resolves to (scalar::, avx2::, avx512::, neon::), or
-/// unsupported_isa. Every level has its own kernels, so isa::avx2 runs AVX2 on an AVX-512 CPU.
-#if MINIFLOAT_SIMD_X86
-#define MINIFLOAT_BULK_ISA_CASES_(assign, ...)                                                 \
-  case ::minifloat::simd::isa::avx2: assign ::minifloat::simd::avx2::__VA_ARGS__; break;       \
-  case ::minifloat::simd::isa::avx512: assign ::minifloat::simd::avx512::__VA_ARGS__; break;
-#elif MINIFLOAT_SIMD_NEON
-#define MINIFLOAT_BULK_ISA_CASES_(assign, ...) \
-  case ::minifloat::simd::isa::neon: assign ::minifloat::simd::neon::__VA_ARGS__; break;
-#else
-#define MINIFLOAT_BULK_ISA_CASES_(assign, ...)
-#endif
-#define MINIFLOAT_BULK_DISPATCH(path, assign, ...)                                           \
-  switch (::minifloat::simd::detail::resolve(path)) {                                         \
-    case ::minifloat::simd::isa::scalar: assign ::minifloat::simd::scalar::__VA_ARGS__; break; \
-    MINIFLOAT_BULK_ISA_CASES_(assign, __VA_ARGS__)                                            \
-    default: return ::minifloat::simd::kernel_status::unsupported_isa;                       \
-  }
-
 namespace detail {
 
+// The dispatched kernels behind the functions below, defined in bulk_dispatch.hpp (and
+// instantiated there for every format and input type in compiled-kernels mode).
 template <class T, class In>
-kernel_status encode_impl(std::span<const In> x, std::span<code_t<T>> out, conversion c, const bulk_options& o) noexcept {
-  if (bad_span(x.data(), x.size()) || bad_span(out.data(), out.size())) return kernel_status::null_pointer;
-  if (out.size() != x.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_BULK_DISPATCH(o.path, , encode<T>(x.data(), x.size(), out.data(), c, o.seed, o.first_index))
-  return kernel_status::ok;
-}
-
-template <class In>
-kernel_status encode_fp4_packed_impl(std::span<const In> x, std::span<std::uint8_t> packed, conversion c,
-                                     const bulk_options& o) noexcept {
-  if (bad_span(x.data(), x.size()) || bad_span(packed.data(), packed.size())) return kernel_status::null_pointer;
-  if (packed.size() != (x.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_BULK_DISPATCH(o.path, , encode_fp4_packed(x.data(), x.size(), packed.data(), c, o.seed, o.first_index))
-  return kernel_status::ok;
-}
-
+MINIFLOAT_KERNEL_API kernel_status encode_impl(std::span<const In> x, std::span<code_t<T>> out, conversion c,
+                                               const bulk_options& o) noexcept;
 template <class T, class In>
-kernel_status quantize_scaled_impl(std::span<const In> x, std::span<code_t<T>> out, float scale, float& amax,
-                                   conversion c, const bulk_options& o) noexcept {
-  if (bad_span(x.data(), x.size()) || bad_span(out.data(), out.size())) return kernel_status::null_pointer;
-  if (out.size() != x.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_BULK_DISPATCH(o.path, amax =, encode_scaled<T>(x.data(), x.size(), out.data(), scale, c, o.seed, o.first_index))
-  return kernel_status::ok;
-}
-
+MINIFLOAT_KERNEL_API kernel_status quantize_scaled_impl(std::span<const In> x, std::span<code_t<T>> out, float scale,
+                                                        float& amax, conversion c, const bulk_options& o) noexcept;
+template <class T>
+MINIFLOAT_KERNEL_API kernel_status decode_impl(std::span<const code_t<T>> codes, std::span<float> out,
+                                               const bulk_options& o) noexcept;
+template <class T>
+MINIFLOAT_KERNEL_API kernel_status dequantize_scaled_impl(std::span<const code_t<T>> codes, std::span<float> out,
+                                                          float scale, const bulk_options& o) noexcept;
 template <class In>
-kernel_status quantize_scaled_fp4_packed_impl(std::span<const In> x, std::span<std::uint8_t> packed, float scale,
-                                              float& amax, conversion c, const bulk_options& o) noexcept {
-  if (bad_span(x.data(), x.size()) || bad_span(packed.data(), packed.size())) return kernel_status::null_pointer;
-  if (packed.size() != (x.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_BULK_DISPATCH(o.path, amax =, encode_scaled_fp4_packed(x.data(), x.size(), packed.data(), scale, c, o.seed, o.first_index))
-  return kernel_status::ok;
-}
-
+MINIFLOAT_KERNEL_API kernel_status encode_fp4_packed_impl(std::span<const In> x, std::span<std::uint8_t> packed,
+                                                          conversion c, const bulk_options& o) noexcept;
 template <class In>
-kernel_status finite_amax_impl(std::span<const In> x, float& amax, const bulk_options& o) noexcept {
-  if (bad_span(x.data(), x.size())) return kernel_status::null_pointer;
-  MINIFLOAT_BULK_DISPATCH(o.path, amax =, finite_amax(x.data(), x.size()))
-  return kernel_status::ok;
-}
+MINIFLOAT_KERNEL_API kernel_status quantize_scaled_fp4_packed_impl(std::span<const In> x, std::span<std::uint8_t> packed,
+                                                                   float scale, float& amax, conversion c,
+                                                                   const bulk_options& o) noexcept;
+template <class In>
+MINIFLOAT_KERNEL_API kernel_status finite_amax_impl(std::span<const In> x, float& amax, const bulk_options& o) noexcept;
 
 }  // namespace detail
 
@@ -195,22 +133,13 @@ template <class T>
 template <class T>
 [[nodiscard]] kernel_status decode(std::span<const code_t<T>> codes, std::span<float> out,
                                    const bulk_options& o = {}) noexcept {
-  if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(out.data(), out.size()))
-    return kernel_status::null_pointer;
-  if (out.size() != codes.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_BULK_DISPATCH(o.path, , decode<T>(codes.data(), codes.size(), out.data()))
-  return kernel_status::ok;
+  return detail::decode_impl<T>(codes, out, o);
 }
 
 /// `packed` holds (out.size() + 1) / 2 bytes of FP4 nibble pairs.
-[[nodiscard]] inline kernel_status decode_fp4_packed(std::span<const std::uint8_t> packed, std::span<float> out,
-                                                     const bulk_options& o = {}) noexcept {
-  if (detail::bad_span(packed.data(), packed.size()) || detail::bad_span(out.data(), out.size()))
-    return kernel_status::null_pointer;
-  if (packed.size() != (out.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_BULK_DISPATCH(o.path, , decode_fp4_packed(packed.data(), out.size(), out.data()))
-  return kernel_status::ok;
-}
+[[nodiscard]] MINIFLOAT_KERNEL_API kernel_status decode_fp4_packed(std::span<const std::uint8_t> packed,
+                                                                   std::span<float> out,
+                                                                   const bulk_options& o = {}) noexcept;
 
 // --- scaled --------------------------------------------------------------------------------------
 
@@ -257,22 +186,12 @@ template <class T>
 template <class T>
 [[nodiscard]] kernel_status dequantize_scaled(std::span<const code_t<T>> codes, std::span<float> out, float scale,
                                               const bulk_options& o = {}) noexcept {
-  if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(out.data(), out.size()))
-    return kernel_status::null_pointer;
-  if (out.size() != codes.size()) return kernel_status::size_mismatch;
-  MINIFLOAT_BULK_DISPATCH(o.path, , decode_scaled<T>(codes.data(), codes.size(), out.data(), scale))
-  return kernel_status::ok;
+  return detail::dequantize_scaled_impl<T>(codes, out, scale, o);
 }
 
-[[nodiscard]] inline kernel_status dequantize_scaled_fp4_packed(std::span<const std::uint8_t> packed,
-                                                                std::span<float> out, float scale,
-                                                                const bulk_options& o = {}) noexcept {
-  if (detail::bad_span(packed.data(), packed.size()) || detail::bad_span(out.data(), out.size()))
-    return kernel_status::null_pointer;
-  if (packed.size() != (out.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_BULK_DISPATCH(o.path, , decode_scaled_fp4_packed(packed.data(), out.size(), out.data(), scale))
-  return kernel_status::ok;
-}
+[[nodiscard]] MINIFLOAT_KERNEL_API kernel_status dequantize_scaled_fp4_packed(std::span<const std::uint8_t> packed,
+                                                                              std::span<float> out, float scale,
+                                                                              const bulk_options& o = {}) noexcept;
 
 /// max |x[i]| over the finite x[i] (NaN and +-Inf skipped), 0 for none: quant/scales.hpp's
 /// finite_amax.
@@ -291,23 +210,17 @@ template <class T>
 // --- FP4 nibbles ---------------------------------------------------------------------------------
 
 /// codes.size() 4-bit codes (high bits ignored) -> (codes.size() + 1) / 2 bytes.
-[[nodiscard]] inline kernel_status pack_nibbles(std::span<const std::uint8_t> codes, std::span<std::uint8_t> packed,
-                                                const bulk_options& o = {}) noexcept {
-  if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(packed.data(), packed.size()))
-    return kernel_status::null_pointer;
-  if (packed.size() != (codes.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_BULK_DISPATCH(o.path, , pack_nibbles(codes.data(), codes.size(), packed.data()))
-  return kernel_status::ok;
-}
+[[nodiscard]] MINIFLOAT_KERNEL_API kernel_status pack_nibbles(std::span<const std::uint8_t> codes,
+                                                              std::span<std::uint8_t> packed,
+                                                              const bulk_options& o = {}) noexcept;
 
 /// (codes.size() + 1) / 2 bytes -> codes.size() codes, one per byte.
-[[nodiscard]] inline kernel_status unpack_nibbles(std::span<const std::uint8_t> packed, std::span<std::uint8_t> codes,
-                                                  const bulk_options& o = {}) noexcept {
-  if (detail::bad_span(codes.data(), codes.size()) || detail::bad_span(packed.data(), packed.size()))
-    return kernel_status::null_pointer;
-  if (packed.size() != (codes.size() + 1) / 2) return kernel_status::size_mismatch;
-  MINIFLOAT_BULK_DISPATCH(o.path, , unpack_nibbles(packed.data(), codes.size(), codes.data()))
-  return kernel_status::ok;
-}
+[[nodiscard]] MINIFLOAT_KERNEL_API kernel_status unpack_nibbles(std::span<const std::uint8_t> packed,
+                                                                std::span<std::uint8_t> codes,
+                                                                const bulk_options& o = {}) noexcept;
 
 }  // namespace minifloat::simd
+
+#if MINIFLOAT_DEFINE_KERNELS(MINIFLOAT_KERNELS_BULK)
+#include "bulk_dispatch.hpp"
+#endif

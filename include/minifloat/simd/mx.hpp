@@ -12,7 +12,7 @@
 //
 // noexcept, kernel_status as in bulk.hpp: null_pointer, size_mismatch (buffer sizes, or a
 // rows * cols that does not fit in size_t), bad_argument (a rule that is not an MX rule),
-// unsupported_isa. ISA paths: AVX2 (avx2/mx.hpp), AVX-512 (avx512/mx.hpp); on AArch64 the
+// unsupported_isa. ISA paths: AVX2 (x86/avx2_mx.hpp), AVX-512 (x86/avx512_mx.hpp); on AArch64 the
 // scalar reference. Dequantized NaN payloads: an element that is itself NaN (E4M3/E5M2) under a
 // NaN scale is NaN on every path, but which of the two NaNs the multiply returns is not
 // specified (x86 returns the first operand, and a compiler may commute the scalar multiply).
@@ -25,11 +25,11 @@
 #include "../formats/float16.hpp"
 #include "../formats/mx_scale.hpp"
 #include "../formats/packed.hpp"
-#include "bulk.hpp"
+#include "bulk_dispatch.hpp"
 #include "scalar/mx.hpp"
 #if MINIFLOAT_SIMD_X86
-#include "avx2/mx.hpp"
-#include "avx512/mx.hpp"
+#include "x86/avx2_mx.hpp"
+#include "x86/avx512_mx.hpp"
 #endif
 
 namespace minifloat::simd {
@@ -89,23 +89,12 @@ kernel_status mx_quantize_impl(std::span<const In> x, std::size_t rows, std::siz
 
 }  // namespace detail
 
-template <mx_element Elem>
-[[nodiscard]] kernel_status mx_quantize(std::span<const float> x, std::size_t rows, std::size_t cols, mx_tile tile,
-                                        scale_rule rule, std::span<std::uint8_t> codes, std::span<std::uint8_t> scales,
+/// x: float, bfloat16 or float16 values (any contiguous range of them).
+template <mx_element Elem, bulk_input_range X>
+[[nodiscard]] kernel_status mx_quantize(const X& x, std::size_t rows, std::size_t cols, mx_tile tile, scale_rule rule,
+                                        std::span<std::uint8_t> codes, std::span<std::uint8_t> scales,
                                         const bulk_options& o = {}) noexcept {
-  return detail::mx_quantize_impl<Elem>(x, rows, cols, tile, rule, codes, scales, o);
-}
-template <mx_element Elem>
-[[nodiscard]] kernel_status mx_quantize(std::span<const bfloat16> x, std::size_t rows, std::size_t cols, mx_tile tile,
-                                        scale_rule rule, std::span<std::uint8_t> codes, std::span<std::uint8_t> scales,
-                                        const bulk_options& o = {}) noexcept {
-  return detail::mx_quantize_impl<Elem>(x, rows, cols, tile, rule, codes, scales, o);
-}
-template <mx_element Elem>
-[[nodiscard]] kernel_status mx_quantize(std::span<const float16> x, std::size_t rows, std::size_t cols, mx_tile tile,
-                                        scale_rule rule, std::span<std::uint8_t> codes, std::span<std::uint8_t> scales,
-                                        const bulk_options& o = {}) noexcept {
-  return detail::mx_quantize_impl<Elem>(x, rows, cols, tile, rule, codes, scales, o);
+  return detail::mx_quantize_impl<Elem>(std::span<const bulk_input_of<X>>(x), rows, cols, tile, rule, codes, scales, o);
 }
 
 template <mx_element Elem>

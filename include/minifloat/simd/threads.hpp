@@ -1,6 +1,6 @@
 #pragma once
 // Splitting one large bulk call over N threads: the calling thread runs the first chunk and
-// threads - 1 workers of the process-wide pool (detail/fork_join.hpp) the others; the call
+// threads - 1 workers of the process-wide pool (core/threads.hpp) the others; the call
 // returns when all are done. Chunks are contiguous, their boundaries multiples of a grain (64 elements for the
 // codecs, so FP4 chunks start on a byte; 32-row bands for MX along axis 0), and each chunk is an
 // ordinary single-threaded kernel call whose bulk_options::first_index is shifted by the chunk's
@@ -20,31 +20,15 @@
 #include <thread>
 #include <vector>
 
-#include "fork_join.hpp"
+#include "../core/threads.hpp"
 #include "bulk.hpp"
 #include "mx.hpp"
 
 namespace minifloat::simd {
 
-/// Threads a call uses when asked for `threads` (0 = std::thread::hardware_concurrency()).
-[[nodiscard]] inline unsigned thread_count(unsigned threads) noexcept {
-  if (threads != 0) return threads;
-  const unsigned h = std::thread::hardware_concurrency();
-  return h == 0 ? 1U : h;
-}
-
-/// Calls f(begin, end) for contiguous chunks covering [0, n), at most `threads` of them (0 = all
-/// hardware threads), each boundary a multiple of `grain` (>= 1), concurrently; returns when all
-/// are done. f must be safe to call from several threads at once.
-template <class F>
-void parallel_for(std::size_t n, unsigned threads, std::size_t grain, F&& f) {
-  if (n == 0) return;
-  grain = std::max<std::size_t>(grain, 1);
-  const std::size_t units = (n + grain - 1) / grain;
-  const std::size_t chunks = std::min<std::size_t>(thread_count(threads), units);
-  const auto bound = [&](std::size_t k) { return std::min(n, (units * k / chunks) * grain); };
-  minifloat::detail::fork_join(chunks, [&](std::size_t k) { f(bound(k), bound(k + 1)); });
-}
+/// What "0 threads" means, and the chunked split every *_parallel wrapper runs on (core/threads.hpp).
+using minifloat::parallel_for;
+using minifloat::thread_count;
 
 namespace detail {
 

@@ -21,6 +21,7 @@
 #include <minifloat/gemm/gemm.hpp>
 #include "support/all_but_attention.hpp"
 
+#include "support/schemes.hpp"
 #include "support/test_data.hpp"
 
 using namespace minifloat;
@@ -33,24 +34,9 @@ std::vector<float> random_values(std::size_t n, unsigned seed, float spread = 4.
 }
 
 using test_support::from_bf16_bits;
+using test_support::mx_scheme;
+using test_support::scheme_of;
 using test_support::to_bf16_bits;
-
-quant_scheme scheme_of(format_id f, granularity g, std::size_t br = 1, std::size_t bc = 128,
-                       rounding r = rounding::nearest, scale_rule rule = scale_rule::none) {
-  quant_scheme s;
-  s.format = f;
-  s.gran = g;
-  s.block_rows = br, s.block_cols = bc;
-  s.rule = rule;
-  s.round = r;
-  return s;
-}
-
-quant_scheme mx_scheme(format_id f, int axis, scale_rule rule = scale_rule::floor) {
-  quant_scheme s = quant_scheme::make(f, granularity::mx);
-  s.axis = axis, s.rule = rule;
-  return s;
-}
 
 const format_id element_formats[] = {format_id::hifloat8,      format_id::float8_e4m3fn, format_id::float8_e5m2,
                                      format_id::float6_e3m2fn, format_id::float6_e2m3fn, format_id::float4_e2m1fn};

@@ -15,6 +15,8 @@
 // npy.hpp first: its npy_dtype::float16 would otherwise trip -Wshadow against minifloat::float16.
 #include <minifloat/io/npy.hpp>
 #include <minifloat/gemm/gemm.hpp>
+#include <minifloat/gemm/kernels.hpp>
+#include <minifloat/gemm/reference.hpp>
 
 #include "support/test_data.hpp"
 

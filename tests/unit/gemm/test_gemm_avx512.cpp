@@ -1,4 +1,4 @@
-// The AVX-512 blocked GEMM (kernels_avx512.hpp): both micro-kernels (12 x 32 fp32 FMA and
+// The AVX-512 blocked GEMM (gemm/x86/avx512.hpp): both micro-kernels (12 x 32 fp32 FMA and
 // 12 x 32 vdpbf16ps on bfloat16 pairs) equal the fp32_blocks reference bit for bit (NaN payloads
 // aside), as do the AVX2 and scalar kernels, on random, adversarial (every code, NaN/Inf, E8M0
 // extremes, subnormal fp32 scales) and real (PP-OCRv4) operands, for M = 1..9 and across the
@@ -332,7 +332,7 @@ TEST_CASE("AVX-512 VBMI decoders equal the format's decode for every code, every
   for (const format_id f : {format_id::hifloat8, format_id::float8_e4m3fn, format_id::float8_e5m2,
                             format_id::float6_e3m2fn, format_id::float6_e2m3fn}) {
     INFO(to_string(f));
-    const detail::gemm::vbmi_lut* l = detail::gemm::vbmi_lut_of(f);
+    const auto* l = simd::detail::bf16_bytes_of(f);  // simd/decode_tables.hpp
     REQUIRE(l != nullptr);
     CHECK(l->ok);
     const auto& t = detail::gemm::decode_table_of(f);
@@ -350,7 +350,7 @@ TEST_CASE("AVX-512 VBMI decoders equal the format's decode for every code, every
   for (const format_id f : {format_id::hifloat8, format_id::float8_e4m3fn, format_id::float8_e5m2,
                             format_id::float6_e3m2fn, format_id::float6_e2m3fn}) {
     INFO(to_string(f));
-    REQUIRE(detail::gemm::vbmi_lut_of(f) != nullptr);
+    REQUIRE(simd::detail::bf16_bytes_of(f) != nullptr);
     detail::gemm::operand o;
     o.format = f;
     o.bits = detail::format_bits(f);
@@ -389,6 +389,6 @@ TEST_CASE("AVX-512 VBMI decoders equal the format's decode for every code, every
         CHECK(bad == 0);
       }
   }
-  CHECK(detail::gemm::vbmi_lut_of(format_id::float4_e2m1fn) == nullptr);
+  CHECK(simd::detail::bf16_bytes_of(format_id::float4_e2m1fn) == nullptr);
 #endif
 }

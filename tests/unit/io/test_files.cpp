@@ -21,54 +21,17 @@
 #include <unistd.h>
 #endif
 
+#include "support/files.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
 using minifloat::io_error;
 
-class temp_directory {
- public:
-  temp_directory() {
-    std::random_device random;
-    path_ = fs::temp_directory_path() / ("minifloat_files_" + std::to_string(random()) + std::to_string(random()));
-    fs::create_directories(path_);
-  }
-  temp_directory(const temp_directory&) = delete;
-  temp_directory& operator=(const temp_directory&) = delete;
-  ~temp_directory() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  [[nodiscard]] fs::path operator/(std::string_view name) const { return path_ / name; }
-  [[nodiscard]] const fs::path& path() const { return path_; }
-  /// Every entry of the folder (temporary files included), by name.
-  [[nodiscard]] std::vector<std::string> listing() const {
-    std::vector<std::string> v;
-    for (const auto& e : fs::directory_iterator(path_)) v.push_back(e.path().filename().string());
-    std::sort(v.begin(), v.end());
-    return v;
-  }
-
- private:
-  fs::path path_;
-};
-
-std::string slurp(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-void put(const fs::path& p, const std::string& text) { std::ofstream(p, std::ios::binary) << text; }
-
-template <class F>
-std::string io_error_message(F&& f) {
-  try {
-    f();
-  } catch (const io_error& e) {
-    return e.what();
-  }
-  FAIL("expected minifloat::io_error");
-  return {};
-}
+using test_support::io_error_message;
+using test_support::temp_directory;
+using test_support::read_text;
+using test_support::write_text;
 
 #if defined(__unix__)
 /// A private character device node equal to /dev/full (writes fail with ENOSPC) when the test
@@ -84,7 +47,7 @@ fs::path full_device(const temp_directory& dir) {
 
 TEST_CASE("files: kinds of input paths", "[io][files]") {
   const temp_directory dir;
-  put(dir / "a.npy", "x");
+  write_text(dir / "a.npy", "x");
   CHECK(minifloat::kind_of(dir / "a.npy") == minifloat::file_kind::regular);
   CHECK(minifloat::kind_of(dir.path()) == minifloat::file_kind::directory);
   CHECK(minifloat::kind_of(dir / "missing") == minifloat::file_kind::missing);
@@ -115,7 +78,7 @@ TEST_CASE("files: kinds of input paths", "[io][files]") {
 
 TEST_CASE("files: same_file compares device and inode, or normalised paths", "[io][files]") {
   const temp_directory dir;
-  put(dir / "a", "x");
+  write_text(dir / "a", "x");
   CHECK(minifloat::same_file(dir / "a", dir / "a"));
   CHECK(minifloat::same_file(dir / "a", dir / "." / "a"));
   fs::create_directories(dir / "sub");
@@ -135,17 +98,17 @@ TEST_CASE("files: same_file compares device and inode, or normalised paths", "[i
 
 TEST_CASE("files: output_batch commits all or nothing", "[io][files]") {
   const temp_directory dir;
-  put(dir / "old.txt", "old content");
+  write_text(dir / "old.txt", "old content");
   {
     minifloat::output_batch b;
     b.stage(dir / "new.txt", "new");
     b.stage(dir / "old.txt", "replaced");
-    CHECK(slurp(dir / "old.txt") == "old content");  // nothing visible before commit
+    CHECK(read_text(dir / "old.txt") == "old content");  // nothing visible before commit
     CHECK_FALSE(fs::exists(dir / "new.txt"));
     b.commit();
   }
-  CHECK(slurp(dir / "new.txt") == "new");
-  CHECK(slurp(dir / "old.txt") == "replaced");
+  CHECK(read_text(dir / "new.txt") == "new");
+  CHECK(read_text(dir / "old.txt") == "replaced");
   CHECK(dir.listing() == std::vector<std::string>{"new.txt", "old.txt"});  // no temporary file left
 
   {  // destroyed without commit: every target unchanged, temporary files gone
@@ -153,7 +116,7 @@ TEST_CASE("files: output_batch commits all or nothing", "[io][files]") {
     b.stage(dir / "old.txt", "lost");
     b.stage(dir / "other.txt", "lost");
   }
-  CHECK(slurp(dir / "old.txt") == "replaced");
+  CHECK(read_text(dir / "old.txt") == "replaced");
   CHECK(dir.listing() == std::vector<std::string>{"new.txt", "old.txt"});
 
   {  // the same target twice, also through another spelling
@@ -184,19 +147,19 @@ TEST_CASE("files: output_batch commits all or nothing", "[io][files]") {
     b.stage(dir / "plots" / "a.svg", "<svg/>");
     b.commit();
   }
-  CHECK(slurp(dir / "plots" / "a.svg") == "<svg/>");
-  put(dir / "plots" / "file", "x");
+  CHECK(read_text(dir / "plots" / "a.svg") == "<svg/>");
+  write_text(dir / "plots" / "file", "x");
   minifloat::output_batch b;
   CHECK_THAT(io_error_message([&] { b.create_directories(dir / "plots" / "file"); }),
              Catch::Contains("cannot create the folder"));
-  CHECK(slurp(dir / "plots" / "file") == "x");
+  CHECK(read_text(dir / "plots" / "file") == "x");
 }
 
 #if defined(__unix__)
 TEST_CASE("files: a failing device aborts the batch and is never removed", "[io][files]") {
   const temp_directory dir;
   const fs::path full = full_device(dir);
-  put(dir / "keep.npy", "keep");
+  write_text(dir / "keep.npy", "keep");
   const std::vector<float> v{1, 2, 3};
   const std::array<std::size_t, 1> shape{3};
   minifloat::output_batch b;
@@ -204,7 +167,7 @@ TEST_CASE("files: a failing device aborts the batch and is never removed", "[io]
   b.stage(full, "report");
   CHECK_THAT(io_error_message([&] { b.commit(); }), Catch::Contains("write failed (No space left on device)"));
   CHECK(fs::is_character_file(full));           // the device node is still there
-  CHECK(slurp(dir / "keep.npy") == "keep");     // and the other output was not replaced
+  CHECK(read_text(dir / "keep.npy") == "keep");     // and the other output was not replaced
   CHECK_THAT(io_error_message([&] { minifloat::write_npy(full, shape, v); }), Catch::Contains("write failed"));
   CHECK(fs::is_character_file(full));
   // A device that accepts the bytes is written directly (no rename over it).
@@ -214,12 +177,12 @@ TEST_CASE("files: a failing device aborts the batch and is never removed", "[io]
 
 TEST_CASE("files: links are followed, permissions kept", "[io][files]") {
   const temp_directory dir;
-  put(dir / "target.txt", "old");
+  write_text(dir / "target.txt", "old");
   fs::permissions(dir / "target.txt", fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
   fs::create_symlink("target.txt", dir / "link.txt");
   minifloat::write_file_atomically(dir / "link.txt", {std::as_bytes(std::span<const char>("new", 3))});
   CHECK(fs::is_symlink(dir / "link.txt"));
-  CHECK(slurp(dir / "target.txt") == "new");
+  CHECK(read_text(dir / "target.txt") == "new");
   CHECK(fs::status(dir / "target.txt").permissions() ==
         (fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read));
 }
@@ -230,12 +193,12 @@ TEST_CASE("files: write_npy and write_safetensors keep the old file on failure",
   const std::vector<float> v{1, 2};
   const std::array<std::size_t, 1> shape{2}, wrong{3};
   minifloat::write_npy(dir / "a.npy", shape, v);
-  const std::string before = slurp(dir / "a.npy");
+  const std::string before = read_text(dir / "a.npy");
   CHECK_THROWS_AS(minifloat::write_npy(dir / "a.npy", wrong, v), io_error);  // data does not fit the shape
-  CHECK(slurp(dir / "a.npy") == before);
+  CHECK(read_text(dir / "a.npy") == before);
   CHECK_THROWS_AS(minifloat::write_safetensors(dir / "a.npy", {{"t", minifloat::safetensors_dtype::F32, {3}, {}}}),
                   io_error);
-  CHECK(slurp(dir / "a.npy") == before);
+  CHECK(read_text(dir / "a.npy") == before);
   CHECK(dir.listing() == std::vector<std::string>{"a.npy"});
   // Staged through a batch, both files appear together.
   minifloat::output_batch b;

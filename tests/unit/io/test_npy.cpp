@@ -20,23 +20,19 @@
 #define MINIFLOAT_TEST_DATA_DIR "tests/data"
 #endif
 
+#include "support/files.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::io_error_message;
+using test_support::read_bytes;
+using test_support::temp_directory;
 using minifloat::io_error;
 using minifloat::npy_array;
 using minifloat::npy_dtype;
 
 fs::path fixture(std::string_view name) { return fs::path(MINIFLOAT_TEST_DATA_DIR) / "npy" / name; }
-
-std::vector<std::byte> read_bytes(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  REQUIRE(in);
-  const std::vector<char> chars((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> bytes(chars.size());
-  std::transform(chars.begin(), chars.end(), bytes.begin(), [](char c) { return static_cast<std::byte>(c); });
-  return bytes;
-}
 
 std::vector<std::byte> to_bytes(std::string_view text) {
   std::vector<std::byte> bytes(text.size());
@@ -63,39 +59,6 @@ std::vector<std::byte> bytes_of(const std::vector<T>& values) {
   const auto view = std::as_bytes(std::span(values));
   return {view.begin(), view.end()};
 }
-
-// The io_error message thrown by f; fails the test if f returns or throws something else.
-template <class F>
-std::string io_error_message(F&& f) {
-  try {
-    f();
-  } catch (const io_error& e) {
-    return e.what();
-  }
-  FAIL("expected minifloat::io_error");
-  return {};
-}
-
-// A fresh directory under the system temp dir, removed with its contents at scope exit. The
-// random suffix keeps parallel test processes apart.
-class temp_directory {
- public:
-  temp_directory() {
-    std::random_device random;
-    path_ = fs::temp_directory_path() / ("minifloat_npy_" + std::to_string(random()) + std::to_string(random()));
-    fs::create_directories(path_);
-  }
-  temp_directory(const temp_directory&) = delete;
-  temp_directory& operator=(const temp_directory&) = delete;
-  ~temp_directory() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  [[nodiscard]] fs::path operator/(std::string_view name) const { return path_ / name; }
-
- private:
-  fs::path path_;
-};
 
 template <class T>
 std::vector<T> sample_values(std::size_t count) {

@@ -22,22 +22,18 @@
 #define MINIFLOAT_TEST_DATA_DIR "tests/data"
 #endif
 
+#include "support/files.hpp"
+
 namespace {
 
 namespace fs = std::filesystem;
+using test_support::read_bytes;
+using test_support::temp_directory;
+using test_support::write_bytes;
 using minifloat::io_error;
 using minifloat::safetensors_dtype;
 
 fs::path fixture(std::string_view name) { return fs::path(MINIFLOAT_TEST_DATA_DIR) / "safetensors" / name; }
-
-std::vector<std::byte> read_bytes(const fs::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  REQUIRE(in);
-  const std::vector<char> c((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  std::vector<std::byte> b(c.size());
-  std::transform(c.begin(), c.end(), b.begin(), [](char x) { return static_cast<std::byte>(x); });
-  return b;
-}
 
 /// A file image with a hand-written header (no padding) and `data_size` zero bytes of data.
 std::vector<std::byte> image(std::string_view json, std::size_t data_size) {
@@ -81,12 +77,6 @@ std::vector<std::byte> many_tensors(std::size_t n, bool scrambled) {
     std::memcpy(out.data() + 8 + json.size() + 4 * i, &v, 4);
   }
   return out;
-}
-
-void write_bytes(const fs::path& p, std::span<const std::byte> b) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(b.data()), static_cast<std::streamsize>(b.size()));
-  REQUIRE(out.good());
 }
 
 minifloat::safetensors_reader_counts work_since(const minifloat::safetensors_reader_counts& before) {
@@ -178,10 +168,10 @@ TEST_CASE("safetensors: serialize -> parse round trip", "[io][safetensors]") {
         std::vector<float>{1, 2, 3, 4});
   CHECK(f.bytes(*f.header.find("u8")).size() == 3);
 
-  const auto tmp = fs::temp_directory_path() / "minifloat_test_roundtrip.safetensors";
+  const temp_directory dir;
+  const auto tmp = dir / "roundtrip.safetensors";
   minifloat::write_safetensors(tmp, in);
   CHECK(minifloat::read_safetensors(tmp).header.tensors.size() == 3);
-  fs::remove(tmp);
 }
 
 TEST_CASE("safetensors: JSON details the reader accepts", "[io][safetensors]") {
@@ -300,8 +290,7 @@ TEST_CASE("safetensors: N tensors cost one header parse and at most N log N comp
   // Instead of a wall time (2 shared cores): the reader's own counters. The quadratic reader parsed
   // the header once per loaded tensor and compared each name with every earlier one: N^2 / 2 =
   // 8,000,000 comparisons and 4,001 parses of the whole header for N = 4,000.
-  const auto dir = fs::temp_directory_path() / "minifloat_test_many_tensors";
-  fs::create_directories(dir);
+  const temp_directory dir;
   std::uint64_t comparisons_per_n[2][2] = {};
   for (const bool scrambled : {false, true}) {
     for (const std::size_t n : {std::size_t{1000}, std::size_t{4000}}) {
@@ -348,7 +337,6 @@ TEST_CASE("safetensors: N tensors cost one header parse and at most N log N comp
   const auto sources = minifloat::list_tensor_sources({dir / "n1000.safetensors"});
   write_bytes(dir / "n1000.safetensors", many_tensors(999, false));
   CHECK_THROWS_WITH(minifloat::load_tensor(sources[0]), Catch::Contains("file changed?"));
-  fs::remove_all(dir);
 }
 
 TEST_CASE("safetensors: duplicates are reported where the second one starts", "[io][safetensors]") {

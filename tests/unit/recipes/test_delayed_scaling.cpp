@@ -306,7 +306,7 @@ TEST_CASE("delayed scaling: random sequences with bad steps match the independen
     delayed_model m{cfg.history_len, cfg.interval, {}};
     const int n = 1 + static_cast<int>(rng() % 200);
     for (int i = 0; i < n; ++i) {
-      const std::uint32_t r = rng() % 10;
+      const auto r = static_cast<std::uint32_t>(rng() % 10);
       const float a = r == 0 ? specials[rng() % 5] : std::ldexp(1.0f + static_cast<float>(rng() % 1000) / 1000.0f,
                                                                 static_cast<int>(rng() % 40) - 20);
       const bool as_data = rng() % 2 == 0 && std::isfinite(a) && a >= 0.0f;

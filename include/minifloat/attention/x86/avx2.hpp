@@ -3,7 +3,7 @@
 // fp32 FMAs eight lanes wide, for blocks of any size. kernel.hpp has the order of operations;
 // pieces.hpp has what both x86 kernels share.
 //
-// Stored elements reach fp32 through the library's AVX2 decoders (simd/avx2/codec.hpp: HiF8 by
+// Stored elements reach fp32 through the library's AVX2 decoders (simd/x86/avx2_codec.hpp: HiF8 by
 // its vpshufb tables, E4M3/E5M2 by field moves), 32 codes at a time, in natural order; an MX
 // scale multiplies the decoded values in fp32, exactly as kv_view::value does, so this kernel
 // reads every MX tensor exactly (no bfloat16 range condition). K is decoded in registers for
@@ -17,7 +17,7 @@
 // lanes summed as ((l0 + l1) + (l2 + l3)) + ((l4 + l5) + (l6 + l7)); P V and the
 // accumulator update are the scalar twin's order exactly (one FMA per key, key by key). The
 // exp and the P rounding are the AVX-512 ones, bit for bit (tested).
-#include "../../simd/avx2/codec.hpp"
+#include "../../simd/x86/avx2_codec.hpp"
 #include "pieces.hpp"
 
 namespace minifloat::attention::detail::x86 {

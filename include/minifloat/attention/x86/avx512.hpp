@@ -9,7 +9,7 @@
 // Rapids one vdpbf16ps costs four FMAs' issue slots and does the work of two, on Zen 4 one, so
 // the kernel has both forms with the same bits (docs/attention.md#bfloat16-pairs-kernel):
 // dots_decoded<..., Pairs> and pv_pairs multiply bfloat16 words where pairs_apply holds, and
-// block_kernels.hpp takes them where simd/avx512/dot_rate.hpp measures pairs faster. The FMA
+// block_kernels.hpp takes them where simd/x86/avx512_dot_rate.hpp measures pairs faster. The FMA
 // form decodes stored rows in registers (8-bit codes through the bfloat16 byte tables, bfloat16
 // by a shift) to fp32, 64 elements at a time, in the lane order the decoder leaves them
 // (lane_element); Q is laid out in that order once per block, and P V accumulates in it,
@@ -79,15 +79,6 @@ MINIFLOAT_INLINE_AVX512 void store_dot_rows(__m512 x, float* s, std::size_t stri
   if constexpr (R > 1) _mm_storeu_ps(s + stride, _mm512_extractf32x4_ps(x, 1));
   if constexpr (R > 2) _mm_storeu_ps(s + 2 * stride, _mm512_extractf32x4_ps(x, 2));
   if constexpr (R > 3) _mm_storeu_ps(s + 3 * stride, _mm512_extractf32x4_ps(x, 3));
-}
-
-/// The byte tables of an 8-bit format, in registers.
-struct code_tables {
-  __m512i hi0, hi1, lo0, lo1;
-};
-MINIFLOAT_INLINE_AVX512 code_tables load_tables(const kv_view& x) {
-  const auto& tb = tables_of(x.format);
-  return {_mm512_load_si512(tb.hi), _mm512_load_si512(tb.hi + 64), _mm512_load_si512(tb.lo), _mm512_load_si512(tb.lo + 64)};
 }
 
 /// MX exponent deltas for the words of one 64-element stretch. Scales along the row (K): one per
@@ -220,6 +211,15 @@ MINIFLOAT_TARGET_AVX512 inline void dots_decoded(const kv_view& k, std::size_t c
   }
 }
 
+/// The R x NB vectors a P V pass accumulates in, at zero.
+template <int R, int NB>
+MINIFLOAT_INLINE_AVX512 void zero_part(__m512 (&part)[R][NB]) {
+  MINIFLOAT_ATTENTION_UNROLL
+  for (auto& row : part)
+    MINIFLOAT_ATTENTION_UNROLL
+    for (auto& x : row) x = _mm512_setzero_ps();
+}
+
 /// acc[row][0 .. 16 NB) = acc * alpha + v_factor * part (kernel.hpp's order).
 template <int R, int NB>
 MINIFLOAT_INLINE_AVX512 void fold_part(const __m512 part[R][NB], float* acc, std::size_t acc_stride, const float* alpha, float v_factor) {
@@ -245,10 +245,7 @@ MINIFLOAT_TARGET_AVX512 inline void pv_decoded(const kv_view& v, std::size_t c0,
   __m512i d0 = _mm512_setzero_si512(), d1 = d0;
   std::size_t scale_block = ~std::size_t{0};
   __m512 part[R][4];
-  MINIFLOAT_ATTENTION_UNROLL
-  for (auto& row : part)
-    MINIFLOAT_ATTENTION_UNROLL
-    for (auto& x : row) x = _mm512_setzero_ps();
+  zero_part<R, 4>(part);
   for (std::size_t j = 0; j < n; ++j) {
     if (j % 4 == 0) pf.step();
     if (scaled && (c0 + j) / 32 != scale_block) {
@@ -291,10 +288,7 @@ MINIFLOAT_TARGET_AVX512 inline void pv_pairs(const kv_view& v, std::size_t c0, s
   const __mmask32 m16a = left >= 32 ? ~__mmask32{0} : ((__mmask32{1} << left) - 1);
   const __mmask32 m16b = left >= 64 ? ~__mmask32{0} : left <= 32 ? __mmask32{0} : ((__mmask32{1} << (left - 32)) - 1);
   __m512 part[R][4];
-  MINIFLOAT_ATTENTION_UNROLL
-  for (auto& row : part)
-    MINIFLOAT_ATTENTION_UNROLL
-    for (auto& x : row) x = _mm512_setzero_ps();
+  zero_part<R, 4>(part);
   for (std::size_t j = 0; j < n; j += 2) {
     if (j % 4 == 0) pf.step();
     const std::uint8_t* ra = v.data + (c0 + j) * v.row_bytes;

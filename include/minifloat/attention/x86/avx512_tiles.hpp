@@ -103,10 +103,7 @@ MINIFLOAT_TARGET_AVX512 inline void pair_pv(const kv_view& v, const std::uint8_t
   constexpr std::size_t pair_bytes = tiles::pair_block_bytes(K == element_kind::code8 ? 1 : 2);
   const std::size_t at = g / 64 * (chunk_keys / 2) * pair_bytes;
   __m512 part[R][4];
-  MINIFLOAT_ATTENTION_UNROLL
-  for (auto& row : part)
-    MINIFLOAT_ATTENTION_UNROLL
-    for (auto& x : row) x = _mm512_setzero_ps();
+  zero_part<R, 4>(part);
   for (std::size_t i = 0; i < npairs; ++i) {
     if (i % 2 == 0) pf.step();
     const std::uint8_t* u = pairs + i * pair_bytes + at;

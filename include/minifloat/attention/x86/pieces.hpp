@@ -13,7 +13,7 @@
 // hi*lo, lo*hi), the rest is below the fp32 rounding of the sum. So the products are exact (or
 // within 2^-24 relative) and the error is the fp32 accumulation's (docs/attention.md#error-bound).
 #include "../kernel.hpp"
-#include "../../simd/avx512/intrinsic_warnings.hpp"
+#include "../../simd/x86/intrinsic_warnings.hpp"
 
 #if MINIFLOAT_SIMD_X86
 #define MINIFLOAT_ATTENTION_X86 1
@@ -26,7 +26,7 @@ namespace minifloat::attention::detail::x86 {
 
 #if MINIFLOAT_ATTENTION_X86
 
-// Besides simd/avx512/intrinsic_warnings.hpp's pair: without optimisation GCC's rounding
+// Besides simd/x86/intrinsic_warnings.hpp's pair: without optimisation GCC's rounding
 // intrinsics are macros that pass (__mmask16)-1 to a builtin taking a short, which
 // -Wsign-conversion reports at every call. The x86 kernels' headers wrap their code in these two.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -92,30 +92,6 @@ inline term_list terms(unsigned na, unsigned nb) noexcept {
       for (unsigned y = 0; y < nb; ++y) add(x, y);
   }
   return t;
-}
-
-/// The bfloat16 bits of the 128 magnitudes of an 8-bit sign-magnitude format, as hi/lo bytes.
-struct byte_tables {
-  alignas(64) std::uint8_t hi[128], lo[128];
-};
-inline const byte_tables& tables_of(format_id f) {
-  static const auto all = [] {
-    std::array<byte_tables, 16> t{};
-    for (std::size_t i = 0; i < t.size(); ++i) {
-      if (i != static_cast<std::size_t>(format_id::hifloat8) && i != static_cast<std::size_t>(format_id::float8_e4m3fn) &&
-          i != static_cast<std::size_t>(format_id::float8_e5m2))
-        continue;
-      const auto& v = code_values(static_cast<format_id>(i));
-      for (unsigned m = 0; m < 128; ++m) {
-        const std::uint32_t bits = std::bit_cast<std::uint32_t>(v[m]);
-        // values are exact in bfloat16 (NaN keeps a quiet NaN pattern)
-        const std::uint16_t h = std::isnan(v[m]) ? std::uint16_t{0x7FC0} : static_cast<std::uint16_t>(bits >> 16);
-        t[i].hi[m] = static_cast<std::uint8_t>(h >> 8), t[i].lo[m] = static_cast<std::uint8_t>(h & 0xFF);
-      }
-    }
-    return t;
-  }();
-  return all[static_cast<std::size_t>(f)];
 }
 
 /// vpermb indices: the decoder's byte order (its unpacklo/hi run inside 128-bit lanes), alone
@@ -363,6 +339,17 @@ MINIFLOAT_TARGET_AVX512 inline void exp_visible_array(const float* x, float* out
 
 // --- operand decoding ------------------------------------------------------------------------------
 
+/// The bf16 byte tables of an 8-bit format (simd/decode_tables.hpp: 128 magnitudes, 64-byte
+/// aligned), in registers.
+struct code_tables {
+  __m512i hi0, hi1, lo0, lo1;
+};
+MINIFLOAT_INLINE_AVX512 code_tables load_tables(const kv_view& x) {
+  const auto& tb = *simd::detail::bf16_bytes_of(x.format);
+  return {_mm512_load_si512(tb.hi.data()), _mm512_load_si512(tb.hi.data() + 64), _mm512_load_si512(tb.lo.data()),
+          _mm512_load_si512(tb.lo.data() + 64)};
+}
+
 /// Prefetches the next chunk's K and V rows into L2 a few lines at a time, spread over the
 /// current chunk's work. The hardware streamer alone falls behind: the decoders read a chunk in
 /// a burst faster than one core's DRAM bandwidth, then the tiles compute on it, so the loads of
@@ -428,16 +415,14 @@ MINIFLOAT_TARGET_AVX512 inline void decode_rows(const kv_view& x, std::size_t r0
     }
     const std::uint8_t* row = x.data + (r0 + r) * x.row_bytes;
     if (x.kind == element_kind::code8) {
-      const auto& tb = tables_of(x.format);
-      const __m512i thi0 = _mm512_load_si512(tb.hi), thi1 = _mm512_load_si512(tb.hi + 64);
-      const __m512i tlo0 = _mm512_load_si512(tb.lo), tlo1 = _mm512_load_si512(tb.lo + 64);
+      const code_tables t = load_tables(x);
       const __m512i perm = _mm512_load_si512(perms().dec);
       for (std::size_t c = 0; c < width; c += 64) {
         const std::size_t left = c < cols ? std::min<std::size_t>(64, cols - c) : 0;
         const __mmask64 mk = left == 64 ? ~__mmask64{0} : ((__mmask64{1} << left) - 1);
         const __m512i codes = _mm512_permutexvar_epi8(perm, _mm512_maskz_loadu_epi8(mk, row + c));
         __m512i w0, w1;
-        decode64(codes, thi0, thi1, tlo0, tlo1, w0, w1);
+        decode64(codes, t.hi0, t.hi1, t.lo0, t.lo1, w0, w1);
         if (x.mx != nullptr) {
           const std::uint8_t* sc = x.mx + (r0 + r) * x.mx_stride;
           w0 = fold_exponent(w0, _mm512_set1_epi16(static_cast<short>((static_cast<int>(sc[c / 32]) - 127) * 128)));
@@ -487,9 +472,7 @@ MINIFLOAT_TARGET_AVX512 inline void decode_pairs(const kv_view& x, std::size_t r
     const std::uint8_t* row0 = first_high ? second : first;
     const std::uint8_t* row1 = first_high ? first : second;
     if (x.kind == element_kind::code8) {
-      const auto& tb = tables_of(x.format);
-      const __m512i thi0 = _mm512_load_si512(tb.hi), thi1 = _mm512_load_si512(tb.hi + 64);
-      const __m512i tlo0 = _mm512_load_si512(tb.lo), tlo1 = _mm512_load_si512(tb.lo + 64);
+      const code_tables t = load_tables(x);
       const __m512i perm = _mm512_load_si512(perms().pair);
       for (std::size_t c = 0; c < width; c += 32) {
         const std::size_t left = c < cols ? std::min<std::size_t>(32, cols - c) : 0;
@@ -498,7 +481,7 @@ MINIFLOAT_TARGET_AVX512 inline void decode_pairs(const kv_view& x, std::size_t r
         const __m256i b = row1 != nullptr ? _mm256_maskz_loadu_epi8(mk, row1 + c) : _mm256_setzero_si256();
         const __m512i both = _mm512_inserti64x4(_mm512_castsi256_si512(a), b, 1);
         __m512i w0, w1;
-        decode64(_mm512_permutexvar_epi8(perm, both), thi0, thi1, tlo0, tlo1, w0, w1);
+        decode64(_mm512_permutexvar_epi8(perm, both), t.hi0, t.hi1, t.lo0, t.lo1, w0, w1);
         if (x.mx != nullptr) {
           // scales along T: one per (32-row block, column); both rows of a pair share the block
           const std::uint8_t* sc = x.mx + ((r0 + t0) / 32) * x.mx_stride + c;

@@ -66,6 +66,7 @@
 #include "../../formats/convert.hpp"
 #include "../../formats/float16.hpp"
 #include "../../quant/matrix_view.hpp"
+#include "../../quant/quantize_engine.hpp"
 #include "../../quant/quantized_tensor.hpp"
 #include "../backend.hpp"
 

@@ -22,7 +22,8 @@
 //     768-byte table held in registers (the overflow and NaN entries patched per call).
 //   * decoding of every format of at most 8 bits with vpermi2b / vpermb: every such value is a
 //     bfloat16, so the two bytes of its bf16 pattern come from byte tables built from the
-//     format's own decode table, and four masked vpermt2b place them into 64 float32 lanes.
+//     format's own decode table (simd/decode_tables.hpp), and four masked vpermt2b place them
+//     into 64 float32 lanes.
 //   * counter-based random bits for stochastic rounding with vpmullq (16 SplitMix64 lanes);
 //   * a software prefetch of the encode loop's input 1 KiB ahead (memory-bound spans).
 // Everything else (directed and stochastic modes, nearest-away for OCP formats, E8M0, bf16,
@@ -46,6 +47,7 @@
 #include "../../formats/float8.hpp"
 #include "../../formats/hifloat8.hpp"
 #include "../../formats/mx_elements.hpp"
+#include "../decode_tables.hpp"
 #include "../lanes/codec_common.hpp"
 #include "intrinsic_warnings.hpp"
 
@@ -458,38 +460,14 @@ using encoder_for = typename pick_encoder<Spec, R>::type;
 // ------------------------------------------------------------------------------------------------
 // Decoding: formats of at most 8 bits from bf16 byte tables
 
-/// The high and low bytes of the bf16 pattern of every code, indexed as the decoder looks them up:
-/// by the magnitude (code & 0x7F) for signed 8-bit formats (the sign is ORed in), by the whole
-/// code for E8M0 (256 entries), by code & 63 for FP6 and FP4 (FP4's 16 entries repeated).
+/// How the decoder indexes a format's bf16 byte tables (simd/decode_tables.hpp bf16_bytes): by
+/// the magnitude (code & 0x7F) for signed 8-bit formats (the sign is ORed in), by the whole code
+/// for E8M0 (256 entries), by code & 63 for FP6 and FP4 (FP4's 16 entries repeated).
 template <class Spec>
-struct bf16_bytes {
+struct bf16_index {
   static constexpr bool signed8 = Spec::bits == 8 && !is_e8m0_like<Spec>;
   static constexpr std::size_t entries = Spec::bits == 8 ? (signed8 ? 128 : 256) : 64;
-  std::array<std::uint8_t, entries> hi{}, lo{};
-  bool low_half_zero = true;   // every decoded float is a bf16
-  bool sign_symmetric = true;  // signed8: decode(c | 0x80) = -decode(c) bitwise, except 0x80
-  std::uint32_t code80 = 0;    // signed8: float bits of code 0x80
-
-  static constexpr bf16_bytes make() noexcept {
-    bf16_bytes l;
-    const auto& t = minifloat::detail::decode_table<Spec>;
-    for (std::size_t c = 0; c < entries; ++c) {
-      const std::uint32_t b = std::bit_cast<std::uint32_t>(t[c % t.size()]);
-      if ((b & 0xFFFFU) != 0) l.low_half_zero = false;
-      l.hi[c] = static_cast<std::uint8_t>(b >> 24);
-      l.lo[c] = static_cast<std::uint8_t>((b >> 16) & 0xFFU);
-    }
-    if constexpr (signed8) {
-      l.code80 = std::bit_cast<std::uint32_t>(t[0x80]);
-      for (std::size_t c = 1; c < 128; ++c)
-        if (std::bit_cast<std::uint32_t>(t[c | 0x80]) != (std::bit_cast<std::uint32_t>(t[c]) | 0x80000000U))
-          l.sign_symmetric = false;
-    }
-    return l;
-  }
 };
-template <class Spec>
-inline constexpr bf16_bytes<Spec> bf16_bytes_data = bf16_bytes<Spec>::make();
 
 /// Output byte b of float vector k: byte 2 of dword j is the low bf16 byte of code 16k + j (first
 /// table), byte 3 its high byte (second table, + 64); bytes 0 and 1 are zeroed by the mask.
@@ -505,8 +483,8 @@ inline constexpr std::array<std::uint8_t, 64> expand_bytes = [] {
 
 template <class Spec>
 struct table_decoder {
-  using L = bf16_bytes<Spec>;
-  static constexpr auto& data = bf16_bytes_data<Spec>;
+  using L = bf16_index<Spec>;
+  static constexpr auto& data = simd::detail::bf16_bytes<Spec, L::entries>;
   static_assert(data.low_half_zero, "every value must be a bfloat16");
   static_assert(!L::signed8 || data.sign_symmetric);
   static constexpr std::size_t zmms = L::entries / 64;

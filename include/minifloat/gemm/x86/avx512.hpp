@@ -21,7 +21,7 @@
 // Both families use the same loop nest (blocked.hpp) and the same scale step per K-block:
 // s = sA * sB (vmulps), C = fma(p, s, C). Packing decodes 8-row strips (8- and 6-bit formats:
 // the VBMI decoder below, 64 codes per two vpermi2b lookups, straight to pair words for bf16;
-// FP4: the AVX2 decoder of kernels.hpp), then 8 x 8 transposes of 32-bit values store them into
+// FP4: the AVX2 decoder of gemm/x86/avx2.hpp), then 8 x 8 transposes of 32-bit values store them into
 // panels (masked stores for the 4-row remainder of 12-row panels).
 #include <array>
 #include <bit>
@@ -30,7 +30,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels.hpp"
+#include "../kernels.hpp"
+#include "../../simd/decode_tables.hpp"
 
 namespace minifloat::detail::gemm {
 
@@ -56,59 +57,6 @@ inline float dpbf16_lane_model(float acc, std::uint32_t a, std::uint32_t b) noex
   return daz(std::fma(daz(lo(a)), daz(lo(b)), acc));
 }
 
-/// The byte tables of the AVX-512 VBMI decoder (8-bit and 6-bit formats): for the low 7 bits of
-/// a code, the high and low byte of the bfloat16 of its value. Bit 7 is a sign (sign7: HiF8,
-/// E4M3, E5M2; HiF8's 0x80 is its NaN, nan80) or ignored (6-bit codes, as from_bits masks them).
-/// ok: every value is exact in bfloat16 and bit 7 behaves so (always, for these formats).
-struct vbmi_lut {
-  std::uint8_t hi[128] = {}, lo[128] = {};
-  bool sign7 = false, nan80 = false, ok = false;
-};
-
-constexpr vbmi_lut make_vbmi_lut(const std::array<float, 256>& t) {
-  vbmi_lut l;
-  const auto is_nan = [](float x) { return x != x; };
-  l.ok = true;
-  for (unsigned c = 0; c < 128; ++c) {
-    const std::uint32_t b = std::bit_cast<std::uint32_t>(t[c]);
-    if ((b & 0xFFFFU) != 0 && !is_nan(t[c])) l.ok = false;
-    const std::uint32_t h = is_nan(t[c]) ? 0x7FC0U : b >> 16;
-    l.hi[c] = static_cast<std::uint8_t>(h >> 8), l.lo[c] = static_cast<std::uint8_t>(h);
-  }
-  bool same = true, sign = true;
-  for (unsigned c = 0; c < 128; ++c) {
-    const float x = t[c], y = t[c | 0x80U];
-    const std::uint32_t bx = std::bit_cast<std::uint32_t>(x), by = std::bit_cast<std::uint32_t>(y);
-    same = same && (bx == by || (is_nan(x) && is_nan(y)));
-    if (c != 0) sign = sign && (by == (bx ^ 0x80000000U) || (is_nan(x) && is_nan(y)));
-  }
-  const bool zero_sign = std::bit_cast<std::uint32_t>(t[0x80]) == 0x80000000U;
-  l.sign7 = !same;
-  l.nan80 = l.sign7 && is_nan(t[0x80]);
-  if (!same && !(sign && (zero_sign || l.nan80))) l.ok = false;
-  return l;
-}
-
-inline constexpr vbmi_lut vbmi_hifloat8 = make_vbmi_lut(decode_table_256<hifloat8_spec>);
-inline constexpr vbmi_lut vbmi_e4m3 = make_vbmi_lut(decode_table_256<float8_e4m3fn::spec>);
-inline constexpr vbmi_lut vbmi_e5m2 = make_vbmi_lut(decode_table_256<float8_e5m2::spec>);
-inline constexpr vbmi_lut vbmi_e3m2 = make_vbmi_lut(decode_table_256<float6_e3m2fn::spec>);
-inline constexpr vbmi_lut vbmi_e2m3 = make_vbmi_lut(decode_table_256<float6_e2m3fn::spec>);
-
-/// The VBMI tables of a format, or nullptr (FP4: two codes a byte; any table that is not ok).
-constexpr const vbmi_lut* vbmi_lut_of(format_id f) noexcept {
-  const vbmi_lut* l = nullptr;
-  switch (f) {
-    case format_id::hifloat8: l = &vbmi_hifloat8; break;
-    case format_id::float8_e4m3fn: l = &vbmi_e4m3; break;
-    case format_id::float8_e5m2: l = &vbmi_e5m2; break;
-    case format_id::float6_e3m2fn: l = &vbmi_e3m2; break;
-    case format_id::float6_e2m3fn: l = &vbmi_e2m3; break;
-    default: break;
-  }
-  return l != nullptr && l->ok ? l : nullptr;
-}
-
 /// n consecutive codes of one stored row -> (n + 1) / 2 bfloat16 pair words (bf16_pair).
 using decode_words_fn = void (*)(const operand&, std::size_t row, std::size_t col, std::size_t n, std::uint32_t* out);
 
@@ -130,8 +78,47 @@ using decode_words_fn = void (*)(const operand&, std::size_t row, std::size_t co
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+/// The start of one K-block of both 12 x 32 families: the R x 32 accumulators from C (single-
+/// block mode continuing a sum: load_c) or at zero.
+template <int R>
+MINIFLOAT_INLINE_AVX512 void begin_block(__m512 (&x0)[static_cast<std::size_t>(R)], __m512 (&x1)[static_cast<std::size_t>(R)], const float* c, std::size_t ldc,
+                                         bool single, bool load_c) noexcept {
+  MF_GEMM_UNROLL
+  for (int r = 0; r < R; ++r) {
+    const bool load = single && load_c;
+    x0[r] = load ? _mm512_loadu_ps(c + static_cast<std::size_t>(r) * ldc) : _mm512_setzero_ps();
+    x1[r] = load ? _mm512_loadu_ps(c + static_cast<std::size_t>(r) * ldc + 16) : _mm512_setzero_ps();
+  }
+}
+
+/// The end of a single-block run of both 12 x 32 families: the R x 32 accumulators to C.
+template <int R>
+MINIFLOAT_INLINE_AVX512 void store_block(const __m512 (&x0)[static_cast<std::size_t>(R)], const __m512 (&x1)[static_cast<std::size_t>(R)], float* c,
+                                         std::size_t ldc) noexcept {
+  MF_GEMM_UNROLL
+  for (int r = 0; r < R; ++r) {
+    _mm512_storeu_ps(c + static_cast<std::size_t>(r) * ldc, x0[r]);
+    _mm512_storeu_ps(c + static_cast<std::size_t>(r) * ldc + 16, x1[r]);
+  }
+}
+
+/// The end of K-block blk of both 12 x 32 families: C += fma(x, sA * sB, C) per row, with
+/// s = sa[blk * 12 + r] * sb[blk * 32 + col].
+template <int R>
+MINIFLOAT_INLINE_AVX512 void scale_block(const __m512 (&x0)[static_cast<std::size_t>(R)], const __m512 (&x1)[static_cast<std::size_t>(R)], float* c, std::size_t ldc,
+                                         std::size_t blk, const float* sa, const float* sb) noexcept {
+  const __m512 s0 = _mm512_loadu_ps(sb + blk * nr512), s1 = _mm512_loadu_ps(sb + blk * nr512 + 16);
+  MF_GEMM_UNROLL
+  for (int r = 0; r < R; ++r) {
+    float* cr = c + static_cast<std::size_t>(r) * ldc;
+    const __m512 ar = _mm512_set1_ps(sa[blk * mr512 + static_cast<std::size_t>(r)]);
+    _mm512_storeu_ps(cr, _mm512_fmadd_ps(x0[r], _mm512_mul_ps(ar, s0), _mm512_loadu_ps(cr)));
+    _mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(x1[r], _mm512_mul_ps(ar, s1), _mm512_loadu_ps(cr + 16)));
+  }
+}
+
 /// fp32 micro-kernel, R <= 12 rows x 32 columns. a: kc x 12 floats, b: kc x 32, c: R x 32 with
-/// row stride ldc. Modes as kernel_scalar (kernels.hpp): l == 0 single-block (c loaded if
+/// row stride ldc. Modes as kernel_scalar (gemm/kernels.hpp): l == 0 single-block (c loaded if
 /// load_c), l > 0 K-block mode with scales sa[blk * 12 + r], sb[blk * 32 + col].
 template <int R>
 MINIFLOAT_TARGET_AVX512 void kernel_avx512_fp32(std::size_t kc, const float* a, const float* b, float* c,
@@ -141,12 +128,7 @@ MINIFLOAT_TARGET_AVX512 void kernel_avx512_fp32(std::size_t kc, const float* a, 
   const std::size_t step = l == 0 ? kc : l;
   for (std::size_t k0 = 0, blk = 0; k0 < kc; k0 += step, ++blk) {
     const std::size_t k1 = k0 + step < kc ? k0 + step : kc;
-    MF_GEMM_UNROLL
-    for (int r = 0; r < R; ++r) {
-      const bool load = l == 0 && load_c;
-      x0[r] = load ? _mm512_loadu_ps(c + static_cast<std::size_t>(r) * ldc) : _mm512_setzero_ps();
-      x1[r] = load ? _mm512_loadu_ps(c + static_cast<std::size_t>(r) * ldc + 16) : _mm512_setzero_ps();
-    }
+    begin_block<R>(x0, x1, c, ldc, l == 0, load_c);
     for (std::size_t k = k0; k < k1; ++k) {
       const __m512 b0 = _mm512_loadu_ps(b + k * nr512), b1 = _mm512_loadu_ps(b + k * nr512 + 16);
       const float* ak = a + k * mr512;
@@ -158,21 +140,10 @@ MINIFLOAT_TARGET_AVX512 void kernel_avx512_fp32(std::size_t kc, const float* a, 
       }
     }
     if (l == 0) {
-      MF_GEMM_UNROLL
-    for (int r = 0; r < R; ++r) {
-        _mm512_storeu_ps(c + static_cast<std::size_t>(r) * ldc, x0[r]);
-        _mm512_storeu_ps(c + static_cast<std::size_t>(r) * ldc + 16, x1[r]);
-      }
+      store_block<R>(x0, x1, c, ldc);
       return;
     }
-    const __m512 s0 = _mm512_loadu_ps(sb + blk * nr512), s1 = _mm512_loadu_ps(sb + blk * nr512 + 16);
-    MF_GEMM_UNROLL
-    for (int r = 0; r < R; ++r) {
-      float* cr = c + static_cast<std::size_t>(r) * ldc;
-      const __m512 ar = _mm512_set1_ps(sa[blk * mr512 + static_cast<std::size_t>(r)]);
-      _mm512_storeu_ps(cr, _mm512_fmadd_ps(x0[r], _mm512_mul_ps(ar, s0), _mm512_loadu_ps(cr)));
-      _mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(x1[r], _mm512_mul_ps(ar, s1), _mm512_loadu_ps(cr + 16)));
-    }
+    scale_block<R>(x0, x1, c, ldc, blk, sa, sb);
   }
 }
 
@@ -186,12 +157,7 @@ MINIFLOAT_TARGET_AVX512 void kernel_avx512_bf16(std::size_t kp, const std::uint3
   const std::size_t step = lp == 0 ? kp : lp;
   for (std::size_t k0 = 0, blk = 0; k0 < kp; k0 += step, ++blk) {
     const std::size_t k1 = k0 + step < kp ? k0 + step : kp;
-    MF_GEMM_UNROLL
-    for (int r = 0; r < R; ++r) {
-      const bool load = lp == 0 && load_c;
-      x0[r] = load ? _mm512_loadu_ps(c + static_cast<std::size_t>(r) * ldc) : _mm512_setzero_ps();
-      x1[r] = load ? _mm512_loadu_ps(c + static_cast<std::size_t>(r) * ldc + 16) : _mm512_setzero_ps();
-    }
+    begin_block<R>(x0, x1, c, ldc, lp == 0, load_c);
     for (std::size_t k = k0; k < k1; ++k) {
       const __m512bh b0 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + k * nr512));
       const __m512bh b1 = reinterpret_cast<__m512bh>(_mm512_loadu_si512(b + k * nr512 + 16));
@@ -204,21 +170,10 @@ MINIFLOAT_TARGET_AVX512 void kernel_avx512_bf16(std::size_t kp, const std::uint3
       }
     }
     if (lp == 0) {
-      MF_GEMM_UNROLL
-    for (int r = 0; r < R; ++r) {
-        _mm512_storeu_ps(c + static_cast<std::size_t>(r) * ldc, x0[r]);
-        _mm512_storeu_ps(c + static_cast<std::size_t>(r) * ldc + 16, x1[r]);
-      }
+      store_block<R>(x0, x1, c, ldc);
       return;
     }
-    const __m512 s0 = _mm512_loadu_ps(sb + blk * nr512), s1 = _mm512_loadu_ps(sb + blk * nr512 + 16);
-    MF_GEMM_UNROLL
-    for (int r = 0; r < R; ++r) {
-      float* cr = c + static_cast<std::size_t>(r) * ldc;
-      const __m512 ar = _mm512_set1_ps(sa[blk * mr512 + static_cast<std::size_t>(r)]);
-      _mm512_storeu_ps(cr, _mm512_fmadd_ps(x0[r], _mm512_mul_ps(ar, s0), _mm512_loadu_ps(cr)));
-      _mm512_storeu_ps(cr + 16, _mm512_fmadd_ps(x1[r], _mm512_mul_ps(ar, s1), _mm512_loadu_ps(cr + 16)));
-    }
+    scale_block<R>(x0, x1, c, ldc, blk, sa, sb);
   }
 }
 
@@ -270,9 +225,10 @@ MINIFLOAT_TARGET_AVX512 inline void pair_words(const float* x, std::size_t kc, s
 }
 
 /// 64 codes -> their 64 bfloat16 values in order, as 2 x 32 16-bit elements (two vpermi2b
-/// lookups, the sign and HiF8's NaN, two vpermt2b interleaves). Codes past `valid` read as 0.
-MINIFLOAT_TARGET_AVX512 inline void vbmi_decode64(const vbmi_lut& l, const std::uint8_t* p, std::size_t valid,
-                                                  __m512i& w0, __m512i& w1) noexcept {
+/// lookups in the format's bf16 byte tables, simd/decode_tables.hpp, the sign and HiF8's NaN,
+/// two vpermt2b interleaves). Codes past `valid` read as 0.
+MINIFLOAT_TARGET_AVX512 inline void vbmi_decode64(const simd::detail::bf16_byte_table<128>& l, const std::uint8_t* p,
+                                                  std::size_t valid, __m512i& w0, __m512i& w1) noexcept {
   alignas(64) static constexpr std::uint8_t order[2][64] = {
       {0,  64, 1,  65, 2,  66, 3,  67, 4,  68, 5,  69, 6,  70, 7,  71, 8,  72, 9,  73, 10, 74,
        11, 75, 12, 76, 13, 77, 14, 78, 15, 79, 16, 80, 17, 81, 18, 82, 19, 83, 20, 84, 21, 85,
@@ -282,8 +238,8 @@ MINIFLOAT_TARGET_AVX512 inline void vbmi_decode64(const vbmi_lut& l, const std::
        54, 118, 55, 119, 56, 120, 57, 121, 58, 122, 59, 123, 60, 124, 61, 125, 62, 126, 63, 127}};
   const __mmask64 m = valid >= 64 ? ~__mmask64{0} : (__mmask64{1} << valid) - 1U;
   const __m512i x = _mm512_maskz_loadu_epi8(m, p);
-  __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(l.hi), x, _mm512_loadu_si512(l.hi + 64));
-  __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(l.lo), x, _mm512_loadu_si512(l.lo + 64));
+  __m512i hi = _mm512_permutex2var_epi8(_mm512_loadu_si512(l.hi.data()), x, _mm512_loadu_si512(l.hi.data() + 64));
+  __m512i lo = _mm512_permutex2var_epi8(_mm512_loadu_si512(l.lo.data()), x, _mm512_loadu_si512(l.lo.data() + 64));
   if (l.sign7) hi = _mm512_ternarylogic_epi32(hi, x, _mm512_set1_epi8(static_cast<char>(0x80)), 0xF8);  // a | (b & c)
   if (l.nan80) {
     const __mmask64 nan = _mm512_cmpeq_epi8_mask(x, _mm512_set1_epi8(static_cast<char>(0x80)));
@@ -294,10 +250,11 @@ MINIFLOAT_TARGET_AVX512 inline void vbmi_decode64(const vbmi_lut& l, const std::
   w1 = _mm512_permutex2var_epi8(lo, _mm512_load_si512(order[1]), hi);
 }
 
-/// decode_fn of the 8- and 6-bit formats on AVX-512 VBMI (vbmi_lut_of(o.format) != nullptr).
+/// decode_fn of the 8- and 6-bit formats on AVX-512 VBMI (simd::detail::bf16_bytes_of(o.format)
+/// != nullptr).
 MINIFLOAT_TARGET_AVX512 inline void decode_run_vbmi(const operand& o, std::size_t row, std::size_t col, std::size_t n,
                                                     float* out) noexcept {
-  const vbmi_lut& l = *vbmi_lut_of(o.format);
+  const auto& l = *simd::detail::bf16_bytes_of(o.format);
   const std::uint8_t* p = o.codes + row * o.row_bytes + col;
   for (std::size_t i = 0; i < n; i += 64, p += 64, out += 64) {
     const std::size_t valid = n - i < 64 ? n - i : 64;
@@ -315,7 +272,7 @@ MINIFLOAT_TARGET_AVX512 inline void decode_run_vbmi(const operand& o, std::size_
 /// decode_words_fn of the same formats: the values in order, each 32-bit lane's halves swapped.
 MINIFLOAT_TARGET_AVX512 inline void decode_words_vbmi(const operand& o, std::size_t row, std::size_t col,
                                                       std::size_t n, std::uint32_t* out) noexcept {
-  const vbmi_lut& l = *vbmi_lut_of(o.format);
+  const auto& l = *simd::detail::bf16_bytes_of(o.format);
   const std::uint8_t* p = o.codes + row * o.row_bytes + col;
   for (std::size_t i = 0; i < n; i += 64, p += 64, out += 32) {
     const std::size_t valid = n - i < 64 ? n - i : 64, words = (valid + 1) / 2;
@@ -336,6 +293,16 @@ MINIFLOAT_TARGET_AVX512 inline void prefetch_codes(const operand& o, std::size_t
   const std::size_t b0 = o.bits == 4 ? k0 / 2 : k0, b1 = o.bits == 4 ? (k0 + kc + 1) / 2 : k0 + kc;
   const std::uint8_t* r = o.codes + row * o.row_bytes;
   for (std::size_t b = b0; b < b1; b += 64) _mm_prefetch(reinterpret_cast<const char*>(r + b), _MM_HINT_T0);
+}
+
+/// Asks for rows [m, m + rows) x columns [n, n + 32) of C (row stride ldc) ahead of the kernel
+/// run on them (their loads would otherwise stall it: C is larger than L2).
+inline void prefetch_c_rows(const float* c, std::size_t ldc, std::size_t m, std::size_t rows, std::size_t n) noexcept {
+  for (std::size_t r = 0; r < rows; ++r) {
+    const float* row = c + (m + r) * ldc + n;
+    _mm_prefetch(reinterpret_cast<const char*>(row), _MM_HINT_T0);
+    _mm_prefetch(reinterpret_cast<const char*>(row + 16), _MM_HINT_T0);
+  }
 }
 
 /// Copies rows x cols (cols <= 32) floats between C (row stride ldc) and a 12 x 32 tile.

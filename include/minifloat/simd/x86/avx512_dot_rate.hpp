@@ -3,12 +3,14 @@
 // per product: a speed fact, not an ISA level. On the Sapphire Rapids VMs measured here one zmm
 // vdpbf16ps issues at about a quarter of the zmm FMA rate, so it does half the products per
 // cycle; AMD Zen 4 runs it at the FMA rate, twice the products. Kernels whose bfloat16-pair and
-// fp32 forms give the same bits (attention/x86/avx512.hpp) take the pair form only where this
-// says so. Measured once per process, about 0.1 ms: twelve independent accumulator chains of
-// each instruction in registers, interleaved trials, best of 9; pairs win when a pair
-// instruction costs less than 1.7 FMAs (two FMAs do its work).
+// fp32 forms give the same bits (attention/x86/avx512.hpp, gemm/blocked.hpp) take the pair form
+// only where this says so. Measured once per process, about 0.1 ms: twelve independent
+// accumulator chains of each instruction in registers, interleaved trials, best of 9. The
+// measured number is the cost of one vdpbf16ps in vfmadd231ps; each caller applies its own
+// threshold to it (two FMAs do a pair instruction's work, so below 2 pairs do more per cycle).
 #include <algorithm>
 #include <chrono>
+#include <limits>
 
 #include "../isa.hpp"
 #include "intrinsic_warnings.hpp"
@@ -51,10 +53,11 @@ MINIFLOAT_TARGET_AVX512 inline float dot_chains(long n) {
 
 }  // namespace detail
 
-/// True where the avx512 level is available and a vdpbf16ps costs less than 1.7 vfmadd231ps.
-inline bool bf16_pairs_beat_fma() noexcept {
-  static const bool fast = [] {
-    if (!isa_available(isa::avx512)) return false;
+/// The time of one zmm vdpbf16ps over that of one zmm vfmadd231ps, throughput-bound, measured
+/// once per process; +infinity where the avx512 level is not available.
+inline double bf16_pair_cost_in_fmas() noexcept {
+  static const double cost = [] {
+    if (!isa_available(isa::avx512)) return std::numeric_limits<double>::infinity();
     using clock = std::chrono::steady_clock;
     constexpr long rounds = 2000;
     auto best_fma = clock::duration::max(), best_dot = clock::duration::max();
@@ -67,15 +70,22 @@ inline bool bf16_pairs_beat_fma() noexcept {
       const auto t2 = clock::now();
       best_fma = std::min(best_fma, t1 - t0), best_dot = std::min(best_dot, t2 - t1);
     }
-    return best_dot * 10 < best_fma * 17;
+    if (best_fma.count() <= 0) return std::numeric_limits<double>::infinity();
+    return static_cast<double>(best_dot.count()) / static_cast<double>(best_fma.count());
   }();
-  return fast;
+  return cost;
 }
+
+/// True where the avx512 level is available and a vdpbf16ps costs less than 1.7 vfmadd231ps:
+/// the attention kernels' threshold (two FMAs do a pair instruction's work, so the pair form
+/// must be more than 15 % faster per product).
+inline bool bf16_pairs_beat_fma() noexcept { return bf16_pair_cost_in_fmas() < 1.7; }
 
 MINIFLOAT_AVX512_WARNINGS_POP
 
 #else
 
+inline double bf16_pair_cost_in_fmas() noexcept { return std::numeric_limits<double>::infinity(); }
 inline bool bf16_pairs_beat_fma() noexcept { return false; }
 
 #endif

@@ -20,7 +20,7 @@
 #include <minifloat/formats/mx_scale.hpp>
 #include <minifloat/quant/mx_tensor.hpp>
 
-#include "unit/block/mx_reference.hpp"
+#include "unit/quant/mx_reference.hpp"
 
 using namespace minifloat;
 

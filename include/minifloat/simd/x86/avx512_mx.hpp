@@ -30,7 +30,7 @@
 // subnormal 2^-127, 0xFF NaN): broadcast from a 256-entry table per 32 columns (1 x 32,
 // 32 x 32; stored as 64-byte aligned vectors, aligned_floats), or one vector per 16 columns
 // decoded once per band (32 x 1, codec_logic.hpp decode_e8m0_lanes).
-#include "codec.hpp"
+#include "avx512_codec.hpp"
 
 #if MINIFLOAT_SIMD_X86
 

@@ -15,7 +15,7 @@
 //   * HiF8 decode from the scalar decode table itself: every HiF8 value is a bfloat16 (at most 4
 //     significant bits, 2^-22 .. 2^15), so float32 = bf16 << 16 and the two bf16 bytes come from
 //     two 128-entry byte tables, each looked up with 8 vpshufb (tables pre-XORed so that
-//     out-of-range lookups cancel: the "vpshufb cascade");
+//     out-of-range lookups cancel: the "vpshufb cascade", simd/decode_tables.hpp);
 //   * packing 32-bit lane codes to bytes, words and FP4 nibbles (vpackus + vpermd), fp16 by F16C.
 // Encoding works on float32 bit patterns with integer operations only (no FP rounding, so the
 // MXCSR rounding mode and FTZ/DAZ do not matter), 32 elements per step.
@@ -38,6 +38,7 @@
 #include "../../formats/float8.hpp"
 #include "../../formats/hifloat8.hpp"
 #include "../../formats/mx_elements.hpp"
+#include "../decode_tables.hpp"
 #include "../lanes/codec_common.hpp"
 
 namespace minifloat::simd::avx2 {
@@ -58,7 +59,7 @@ using simd::detail::store_kind;
 using simd::detail::subnormal_bits;
 
 // ------------------------------------------------------------------------------------------------
-// Small helpers (lanes are 32-bit unless named otherwise); simd/avx2/mx.hpp uses them too.
+// Small helpers (lanes are 32-bit unless named otherwise); simd/x86/avx2_mx.hpp uses them too.
 
 MINIFLOAT_INLINE_AVX2 __m256i splat(std::uint32_t v) { return _mm256_set1_epi32(static_cast<int>(v)); }
 MINIFLOAT_INLINE_AVX2 __m256i splat_i(int v) { return _mm256_set1_epi32(v); }
@@ -312,7 +313,7 @@ struct ops {
 
 // ------------------------------------------------------------------------------------------------
 // Encoders (operator()(x bits, random bits) -> 8 codes in 32-bit lanes), under the names
-// simd/avx2/mx.hpp uses.
+// simd/x86/avx2_mx.hpp uses.
 
 template <class Spec, round_kind R>
 using exmy_encoder = exmy_lanes<ops, Spec, R>;
@@ -369,59 +370,30 @@ using encoder_for = typename pick_encoder<Spec, R>::type;
 // ------------------------------------------------------------------------------------------------
 // Decoding
 
-/// bf16 patterns (float32 >> 16) of every code of an 8-bit-or-narrower format, split in high and
-/// low bytes over the index domain: the magnitude (code & 0x7F) for signed 8-bit formats, the
-/// whole code for narrower ones. The tables are pre-XORed for the vpshufb cascade: entry j of
-/// table t holds T[16t + j] ^ T[16(t-1) + j].
+/// How the vpshufb cascade indexes a format's bf16 bytes (simd/decode_tables.hpp cascade_bytes,
+/// pre-XORed so that entry j of sub-table t holds T[16t + j] ^ T[16(t-1) + j]): by the magnitude
+/// (code & 0x7F) for signed 8-bit formats, by the whole code for narrower ones.
 template <class Spec>
-struct decode_luts {
+struct lut_index {
   static constexpr bool signed8 = Spec::bits == 8;
   static constexpr std::size_t entries = signed8 ? 128 : (std::size_t{1} << Spec::bits);
   static constexpr std::size_t tables = entries / 16;
-  std::array<std::uint8_t, entries> hi{}, lo{};  // pre-XORed, table by table
-  bool low_half_zero = true;                     // every decoded float is a bf16
-  bool sign_symmetric = true;                    // signed8: decode(c | 0x80) = -decode(c) bitwise, except 0x80
-  std::uint32_t code80 = 0;                      // signed8: float bits of code 0x80
-
-  static constexpr decode_luts make() noexcept {
-    decode_luts l;
-    const auto& t = minifloat::detail::decode_table<Spec>;
-    std::array<std::uint16_t, entries> p{};
-    for (std::size_t c = 0; c < entries; ++c) {
-      const std::uint32_t b = std::bit_cast<std::uint32_t>(t[c]);
-      if ((b & 0xFFFFU) != 0) l.low_half_zero = false;
-      p[c] = static_cast<std::uint16_t>(b >> 16);
-    }
-    if constexpr (signed8) {
-      l.code80 = std::bit_cast<std::uint32_t>(t[0x80]);
-      for (std::size_t c = 1; c < 128; ++c)
-        if (std::bit_cast<std::uint32_t>(t[c | 0x80]) != (std::bit_cast<std::uint32_t>(t[c]) | 0x80000000U))
-          l.sign_symmetric = false;
-    }
-    for (std::size_t c = 0; c < entries; ++c) {
-      const std::uint16_t prev = c >= 16 ? p[c - 16] : std::uint16_t{0};
-      l.hi[c] = static_cast<std::uint8_t>((p[c] ^ prev) >> 8);
-      l.lo[c] = static_cast<std::uint8_t>((p[c] ^ prev) & 0xFFU);
-    }
-    return l;
-  }
 };
 
 template <class Spec>
-inline constexpr decode_luts<Spec> decode_lut_data = decode_luts<Spec>::make();
-
-template <class Spec>
 struct lut_decoder {
-  using L = decode_luts<Spec>;
+  using L = lut_index<Spec>;
+  static constexpr auto& bytes = simd::detail::cascade_bytes<Spec, L::entries>;
+  static constexpr auto& facts = simd::detail::bf16_bytes<Spec, L::entries>;
   static_assert(L::tables >= 1 && L::tables <= 8);
-  static_assert(decode_lut_data<Spec>.low_half_zero, "every value must be a bfloat16");
-  static_assert(!L::signed8 || decode_lut_data<Spec>.sign_symmetric);
+  static_assert(facts.low_half_zero, "every value must be a bfloat16");
+  static_assert(!L::signed8 || facts.sign_symmetric);
   __m256i hi[L::tables], lo[L::tables];
 
   MINIFLOAT_INLINE_AVX2 lut_decoder() {
     for (std::size_t t = 0; t < L::tables; ++t) {
-      hi[t] = _mm256_broadcastsi128_si256(loadu128(decode_lut_data<Spec>.hi.data() + 16 * t));
-      lo[t] = _mm256_broadcastsi128_si256(loadu128(decode_lut_data<Spec>.lo.data() + 16 * t));
+      hi[t] = _mm256_broadcastsi128_si256(loadu128(bytes.hi.data() + 16 * t));
+      lo[t] = _mm256_broadcastsi128_si256(loadu128(bytes.lo.data() + 16 * t));
     }
   }
 
@@ -441,10 +413,10 @@ struct lut_decoder {
     }
     if constexpr (L::signed8) {
       h = _mm256_or_si256(h, _mm256_and_si256(v, _mm256_set1_epi8(static_cast<char>(0x80))));
-      if constexpr (decode_lut_data<Spec>.code80 != 0x80000000U) {
+      if constexpr (facts.code80 != 0x80000000U) {
         const __m256i is80 = _mm256_cmpeq_epi8(v, _mm256_set1_epi8(static_cast<char>(0x80)));
-        h = blend(h, _mm256_set1_epi8(static_cast<char>(decode_lut_data<Spec>.code80 >> 24)), is80);
-        l = blend(l, _mm256_set1_epi8(static_cast<char>((decode_lut_data<Spec>.code80 >> 16) & 0xFFU)), is80);
+        h = blend(h, _mm256_set1_epi8(static_cast<char>(facts.code80 >> 24)), is80);
+        l = blend(l, _mm256_set1_epi8(static_cast<char>((facts.code80 >> 16) & 0xFFU)), is80);
       }
     }
     const __m256i w0 = _mm256_unpacklo_epi8(l, h), w1 = _mm256_unpackhi_epi8(l, h);

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include <minifloat/simd/fork_join.hpp>
+#include <minifloat/core/threads.hpp>
 
 using minifloat::detail::fork_join;
 

@@ -20,7 +20,7 @@
 // a per-column keep mask (zero codes under a NaN scale).
 // Dequantize: float(P) * X with X = 2^(code - 127) decoded like mx_scale_value (0x00 is the
 // float32 subnormal 2^-127, 0xFF NaN), one float32 multiply as the block layer does.
-#include "codec.hpp"
+#include "avx2_codec.hpp"
 
 #if MINIFLOAT_SIMD_X86
 

@@ -32,6 +32,7 @@
 #include "../../formats/float8.hpp"
 #include "../../formats/hifloat8.hpp"
 #include "../../formats/mx_elements.hpp"
+#include "../decode_tables.hpp"
 #include "../lanes/codec_common.hpp"
 
 namespace minifloat::simd::neon {
@@ -244,41 +245,20 @@ struct pick_encoder {
 // --- decoding -----------------------------------------------------------------------------------
 
 /// Signed 8-bit formats decoded by table (HiF8, tapered; E3M4, 16 subnormals): bf16 patterns of
-/// the 128 magnitudes as two byte tables (vqtbl4q_u8 takes 64 entries), the sign ORed in, code
-/// 0x80 (-0, or HiF8's NaN) by its own select.
-template <class Spec>
-struct decode_tables8 {
-  std::array<std::uint8_t, 128> hi{}, lo{};
-  std::uint32_t code80 = 0;
-  bool exact = true;  // every value is a bf16 and decode(c | 0x80) = -decode(c) bitwise
-  static constexpr decode_tables8 make() noexcept {
-    decode_tables8 t;
-    const auto& d = minifloat::detail::decode_table<Spec>;
-    for (std::size_t c = 0; c < 128; ++c) {
-      const std::uint32_t b = std::bit_cast<std::uint32_t>(d[c]);
-      if ((b & 0xFFFFU) != 0) t.exact = false;
-      if (c != 0 && std::bit_cast<std::uint32_t>(d[c | 0x80]) != (b | 0x80000000U)) t.exact = false;
-      t.hi[c] = static_cast<std::uint8_t>(b >> 24);
-      t.lo[c] = static_cast<std::uint8_t>((b >> 16) & 0xFFU);
-    }
-    t.code80 = std::bit_cast<std::uint32_t>(d[0x80]);
-    return t;
-  }
-};
-template <class Spec>
-inline constexpr decode_tables8<Spec> decode_tables8_data = decode_tables8<Spec>::make();
-
+/// the 128 magnitudes as two byte tables (simd/decode_tables.hpp; vqtbl4q_u8 takes 64 entries),
+/// the sign ORed in, code 0x80 (-0, or HiF8's NaN) by its own select.
 inline uint8x16x4_t table64(const std::uint8_t* p) { return {vld1q_u8(p), vld1q_u8(p + 16), vld1q_u8(p + 32), vld1q_u8(p + 48)}; }
 
 /// 16 codes -> 4 x 4 float32 bit patterns.
 template <class Spec>
 struct table_decoder {
-  static_assert(decode_tables8_data<Spec>.exact);
+  // Every value a bfloat16 and decode(c | 0x80) = -decode(c) bitwise: the table holds 128 codes.
+  static_assert(simd::detail::bf16_bytes<Spec>.low_half_zero && simd::detail::bf16_bytes<Spec>.sign_symmetric);
   void operator()(const std::uint8_t* p, u32 out[4]) const {
     const uint8x16_t c = vld1q_u8(p);
     const uint8x16_t idx = vandq_u8(c, vdupq_n_u8(0x7F));
     const uint8x16_t idx2 = vsubq_u8(idx, vdupq_n_u8(64));  // < 64 wraps to >= 192: out of range, 0
-    const auto& t = decode_tables8_data<Spec>;
+    const auto& t = simd::detail::bf16_bytes<Spec>;
     uint8x16_t h = vorrq_u8(vqtbl4q_u8(table64(t.hi.data()), idx), vqtbl4q_u8(table64(t.hi.data() + 64), idx2));
     uint8x16_t l = vorrq_u8(vqtbl4q_u8(table64(t.lo.data()), idx), vqtbl4q_u8(table64(t.lo.data() + 64), idx2));
     h = vorrq_u8(h, vandq_u8(c, vdupq_n_u8(0x80)));
