@@ -39,15 +39,10 @@ class current_scaling {
 
   /// The same from precomputed (e.g. all-reduced) stats; overflow is counted over x if given.
   step_result step(const amax_stats& st, matrix_view<const float> x = {}) {
-    ++counters_.steps;
-    step_result r;
-    r.amax = st.amax;
-    r.nonfinite = st.nonfinite;
+    step_result r = begin_step(st, counters_);
     r.scale = rule_.scale(st.amax);
     r.current = true;
-    if (!st.finite()) {
-      r.skip = true;
-      ++counters_.skips;
+    if (r.skip) {
       last_step_counts_ = false;
       return r;
     }

@@ -132,16 +132,10 @@ class delayed_scaling {
   /// The same from precomputed stats (e.g. an amax all-reduced over ranks, or a test's
   /// injected amax). Overflow is counted over x when it is given, else reported as 0.
   step_result step(const amax_stats& st, matrix_view<const float> x = {}) {
-    // 1. count the step
-    ++counters_.steps;
-    step_result r;
-    r.amax = st.amax;
-    r.nonfinite = st.nonfinite;
-    // 2. Inf/NaN: skip, keep everything, restart next time
-    if (!st.finite()) {
-      r.skip = true;
+    // 1. count the step; 2. Inf/NaN: skip, keep everything, restart next time
+    step_result r = begin_step(st, counters_);
+    if (r.skip) {
       r.scale = state_.scale;
-      ++counters_.skips;
       state_.restart_next = true;
       last_recorded_ = false;
       return r;

@@ -183,6 +183,22 @@ struct step_result {
   bool updated = false;       ///< delayed: the scale was recomputed from the history after this step
 };
 
+/// What every recipe's step starts with: the step counted, its amax and Inf/NaN count reported,
+/// and a step with Inf/NaN marked skip and counted (Counters: the recipe's own counters, with
+/// `steps` and `skips`). The recipe then decides the scale.
+template <class Counters>
+[[nodiscard]] step_result begin_step(const amax_stats& st, Counters& c) {
+  ++c.steps;
+  step_result r;
+  r.amax = st.amax;
+  r.nonfinite = st.nonfinite;
+  if (!st.finite()) {
+    r.skip = true;
+    ++c.skips;
+  }
+  return r;
+}
+
 /// Quantizes x per tensor with the scale a recipe chose for this step (quantize_with_scales, on
 /// the SIMD kernels).
 [[nodiscard]] inline quantized_tensor quantize_step(matrix_view<const float> x, const quant_scheme& s,
